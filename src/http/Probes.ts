@@ -1,0 +1,65 @@
+/**
+ * Health probes (spec: Endpoints, Health probes): `/livez`, `/readyz`, `/healthz`. They read no
+ * resource, are not logged, and answer in every phase of the process.
+ */
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Option } from "effect"
+import { Readiness } from "./Readiness.ts"
+
+export type Role = "primary" | "standby" | "replica"
+
+export interface ProbeOptions {
+  readonly role: Role
+}
+
+const json = (status: number, body: unknown) =>
+  HttpServerResponse.unsafeJson(body, { status, headers: { "cache-control": "no-store" } })
+
+const path = (request: HttpServerRequest.HttpServerRequest): string => {
+  const query = request.url.indexOf("?")
+  return query === -1 ? request.url : request.url.slice(0, query)
+}
+
+const verbose = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const query = request.url.indexOf("?")
+  if (query === -1) return false
+  const value = new URLSearchParams(request.url.slice(query + 1)).get("verbose")
+  return value === "1" || value === "true"
+}
+
+const healthz = (request: HttpServerRequest.HttpServerRequest, options: ProbeOptions) =>
+  Effect.gen(function*() {
+    const readiness = yield* Readiness
+    const ready = yield* readiness.check
+    const phase = yield* readiness.phase
+    // A standby takes no traffic even when it could: the balancer must send it nothing.
+    const ok = ready.status === "ok" && options.role !== "standby"
+    const body: Record<string, unknown> = {
+      status: ok ? "ok" : ready.status === "ok" ? "unavailable" : ready.status,
+      role: options.role,
+      ...(ready.reason ? { reason: ready.reason } : options.role === "standby" ? { reason: "standby takes no traffic" } : {})
+    }
+    if (verbose(request) && phase._tag === "serving") Object.assign(body, yield* phase.details)
+    return json(ok ? 200 : 503, body)
+  })
+
+/** The probe's response when the request is for a probe. */
+export const answer = (
+  request: HttpServerRequest.HttpServerRequest,
+  options: ProbeOptions
+): Effect.Effect<Option.Option<HttpServerResponse.HttpServerResponse>, never, Readiness> => {
+  if (request.method !== "GET" && request.method !== "HEAD") return Effect.succeedNone
+  switch (path(request)) {
+    case "/livez":
+      return Effect.succeedSome(json(200, { status: "ok" }))
+    case "/readyz":
+      return Effect.map(Readiness, (readiness) => readiness.check).pipe(
+        Effect.flatten,
+        Effect.map((result) => Option.some(json(result.status === "ok" ? 200 : 503, result)))
+      )
+    case "/healthz":
+      return Effect.map(healthz(request, options), Option.some)
+    default:
+      return Effect.succeedNone
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * The HTTP edge. The server listens from the process's first moment: probes always answer, and
+ * every other route answers 503 until the runtime is serving, when the serving app takes over.
+ */
+import { HttpApp, HttpIncomingMessage, HttpServer, HttpServerRequest } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
+import { createServer } from "node:http"
+import { outcomeResponse } from "./OperationOutcome.ts"
+import * as Probes from "./Probes.ts"
+import { Readiness } from "./Readiness.ts"
+import * as RequestLog from "./RequestLog.ts"
+
+/** The app that answers once the runtime is serving; installed by start-up. */
+export class ServingApp extends Context.Tag("svc/http/ServingApp")<
+  ServingApp,
+  Ref.Ref<Option.Option<HttpApp.Default<never, never>>>
+>() {}
+
+export const servingAppLayer = Layer.effect(ServingApp, Ref.make(Option.none()))
+
+export interface EdgeOptions extends Probes.ProbeOptions, RequestLog.RequestLogOptions {
+  readonly maxBodyBytes: number
+}
+
+const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+  outcomeResponse("not-found", `no route for ${request.method} ${new URL(request.url, "http://localhost").pathname}`))
+
+/** The app of a serving process before any FHIR route exists: everything is a 404 OperationOutcome. */
+export const emptyServingApp: HttpApp.Default<never, never> = notFound
+
+const gated = (options: EdgeOptions) =>
+  Effect.gen(function*() {
+    const readiness = yield* Readiness
+    const slot = yield* ServingApp
+    const phase = yield* readiness.phase
+    if (phase._tag !== "serving") {
+      const reason = phase._tag === "starting" ? `the server is starting (${phase.reason})` : "the server is stopping"
+      return outcomeResponse("transient", reason, { headers: { "retry-after": "1" } })
+    }
+    const app = yield* Ref.get(slot)
+    if (Option.isNone(app)) return yield* notFound
+    return yield* app.value.pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.logError("request failed", cause).pipe(
+          Effect.as(outcomeResponse("exception", "the server failed to answer this request; see its log"))
+        )
+      )
+    )
+  }).pipe(HttpIncomingMessage.withMaxBodySize(Option.some(options.maxBodyBytes)))
+
+/** The whole edge: probes first (never logged), then request id, client address and log around the gated app. */
+export const edge = (options: EdgeOptions) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const probe = yield* Probes.answer(request, options)
+    if (Option.isSome(probe)) return probe.value
+    return yield* RequestLog.around(gated(options), options)
+  })
+
+export interface ListenOptions {
+  readonly host: string
+  readonly port: number
+}
+
+/** Starts listening in the current scope; fails with a clear message when the address cannot be bound. */
+export const listen = (listenOptions: ListenOptions, options: EdgeOptions) =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(NodeHttpServer.layer(createServer, listenOptions)).pipe(
+      Effect.mapError((error) => listenFailure(listenOptions.host, listenOptions.port, error.cause))
+    )
+    const server = Context.get(context, HttpServer.HttpServer)
+    yield* HttpServer.serveEffect(edge(options)).pipe(Effect.provide(context))
+    return server.address
+  })
+
+export class ListenError extends Schema.TaggedError<ListenError>()("ListenError", { message: Schema.String }) {}
+
+const listenFailure = (host: string, port: number, cause: unknown): ListenError => {
+  const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
+  const why = code === "EADDRINUSE"
+    ? "the address is already in use"
+    : code === "EACCES"
+    ? "permission denied"
+    : code === "EADDRNOTAVAIL"
+    ? "the address is not available on this machine"
+    : String(cause)
+  return new ListenError({ message: `cannot listen on ${host}:${port}: ${why}` })
+}
+
+/** `host:port`, with IPv6 hosts in brackets (`[::1]:8080`). */
+export const parseBind = (bind: string): ListenOptions => {
+  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(bind)
+  if (match === null) return { host: bind, port: Number.NaN }
+  return { host: match[1] ?? match[2] ?? "", port: Number(match[3]) }
+}

@@ -1,0 +1,66 @@
+/**
+ * Structured logs: one JSON object per line on standard output. The sink redacts every line, so no
+ * secret reaches a log whichever module wrote it.
+ */
+import { Cause, Context, Effect, HashMap, Layer, List, Logger, LogLevel } from "effect"
+
+export class LogSink extends Context.Tag("svc/logging/LogSink")<LogSink, {
+  readonly write: (line: string) => void
+}>() {}
+
+export type Redact = (text: string) => string
+
+/** Standard output, every line redacted first. */
+export const stdoutSink = (redact: Redact) =>
+  Layer.succeed(LogSink, {
+    write: (line) => {
+      process.stdout.write(redact(line) + "\n")
+    }
+  })
+
+/** A sink that keeps lines in memory, for tests. */
+export const memorySink = (lines: Array<string>) => Layer.succeed(LogSink, { write: (line) => void lines.push(line) })
+
+const levelName = (level: LogLevel.LogLevel): string => level.label.toLowerCase()
+
+const messageText = (message: unknown): string => {
+  const parts = Array.isArray(message) ? message : [message]
+  return parts.map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
+}
+
+export const jsonLogger = (sink: Context.Tag.Service<LogSink>) =>
+  Logger.make<unknown, void>(({ annotations, cause, date, logLevel, message, spans }) => {
+    const line: Record<string, unknown> = {
+      time: date.toISOString(),
+      level: levelName(logLevel),
+      message: messageText(message)
+    }
+    for (const [key, value] of HashMap.toEntries(annotations)) line[key] = value
+    if (!Cause.isEmpty(cause)) line["cause"] = Cause.pretty(cause)
+    const now = date.getTime()
+    for (const span of List.toArray(spans)) line[`${span.label}_ms`] = now - span.startTime
+    sink.write(JSON.stringify(line))
+  })
+
+export const parseLevel = (name: string): LogLevel.LogLevel => {
+  switch (name) {
+    case "debug":
+      return LogLevel.Debug
+    case "warning":
+      return LogLevel.Warning
+    case "error":
+      return LogLevel.Error
+    default:
+      return LogLevel.Info
+  }
+}
+
+/** Replaces Effect's default logger with the JSON logger at the given minimum level. */
+export const layer = (level: string): Layer.Layer<never, never, LogSink> =>
+  Layer.unwrapEffect(
+    Effect.map(LogSink, (sink) =>
+      Layer.merge(
+        Logger.replace(Logger.defaultLogger, jsonLogger(sink)),
+        Logger.minimumLogLevel(parseLevel(level))
+      ))
+  )
