@@ -42,7 +42,7 @@ export const postgresReason = (cause: unknown, target: PostgresTarget): string =
   if (message.includes("timeout") || message.includes("timed out")) {
     return `no Postgres server answers at ${where} within ${Duration.format(connectTimeout)}`
   }
-  if (code !== undefined && (code.startsWith("ERR_TLS") || code.includes("CERT"))) return `TLS: ${message}`
+  if (code !== undefined && /CERT|UNABLE_TO|SELF_SIGNED|^ERR_TLS|^ERR_SSL/.test(code)) return `TLS: ${message}`
   return message
 }
 
