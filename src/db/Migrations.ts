@@ -91,7 +91,7 @@ export const loadMigrations = Effect.fn("Migrations.load")(function*(
     migrations.push({ version, name: match[2]!, sql, checksum: checksumOf(sql) })
   }
   if (migrations.length === 0) return yield* invalid(`no migrations in ${directory}`)
-  return migrations as ReadonlyArray<Migration>
+  return migrations
 })
 
 export const plan = (known: ReadonlyArray<Migration>, recorded: ReadonlyArray<RecordedMigration>): MigrationPlan => {
@@ -208,5 +208,6 @@ export const migrate = Effect.fn("Migrations.migrate")(function*(options: {
     Effect.catchTag("SqlError", (error) => Effect.fail(dbError(error)))
   )
   for (const m of result.applied) yield* Effect.logInfo(`applied migration ${migrationLabel(m)}`)
-  return result as MigrateResult
+  const done: MigrateResult = result
+  return done
 })
