@@ -1,0 +1,61 @@
+/** The errors of the db module: each renders as one line that names the database and the cause. */
+import { Schema } from "effect"
+
+/** The database could not be opened (or its TLS settings are wrong); the process must not start. */
+export class DatabaseOpenError extends Schema.TaggedError<DatabaseOpenError>()("DatabaseOpenError", {
+  database: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `cannot open database ${this.database}: ${this.reason}`
+  }
+}
+
+/** A query against an open database failed. */
+export class DatabaseError extends Schema.TaggedError<DatabaseError>()("DatabaseError", {
+  operation: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `database ${this.operation} failed: ${this.reason}`
+  }
+}
+
+/** A migration's SQL failed; its transaction was rolled back, so nothing was applied. */
+export class MigrationFailed extends Schema.TaggedError<MigrationFailed>()("MigrationFailed", {
+  migration: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `migration ${this.migration} failed: ${this.reason}; nothing was applied`
+  }
+}
+
+/** This build must not run against the database (newer build, other FHIR version). */
+export class MigrationRefused extends Schema.TaggedError<MigrationRefused>()("MigrationRefused", {
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return this.reason
+  }
+}
+
+/** The migration files shipped with this build are missing or malformed. */
+export class MigrationFilesInvalid extends Schema.TaggedError<MigrationFilesInvalid>()("MigrationFilesInvalid", {
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `migration files: ${this.reason}`
+  }
+}
+
+/** The plain-words text of an unknown failure, without stack traces. */
+export const causeText = (cause: unknown): string => {
+  if (cause instanceof Error) {
+    const inner = "cause" in cause && cause.cause !== undefined ? cause.cause : undefined
+    // SqlError wraps the driver's error: its own message ("Failed to execute statement") says little.
+    if (inner instanceof Error && inner.message !== "") return inner.message
+    return cause.message
+  }
+  return String(cause)
+}

@@ -1,0 +1,124 @@
+/** Opening a node-postgres pool that fails fast, with its TLS settings applied. */
+import type * as Reactivity from "@effect/experimental/Reactivity"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { Cause, Duration, Effect, Either, type Scope } from "effect"
+import pg from "pg"
+import type * as Tls from "node:tls"
+import { causeText, DatabaseOpenError } from "./errors.ts"
+import { maskUrl, parsePostgresUrl, type PostgresTarget, tlsLoader } from "./postgresTls.ts"
+
+const connectTimeout = Duration.seconds(5)
+
+const field = (cause: unknown, name: string): string | undefined => {
+  if (typeof cause !== "object" || cause === null || !(name in cause)) return undefined
+  const value: unknown = Reflect.get(cause, name)
+  return typeof value === "string" ? value : undefined
+}
+
+/** What went wrong while connecting, in plain words. */
+export const postgresReason = (cause: unknown, target: PostgresTarget): string => {
+  const code = field(cause, "code")
+  const where = target.unixSocket ? target.host : `${target.host}:${new URL(target.connectionString).port || "5432"}`
+  switch (code) {
+    case "ECONNREFUSED":
+      return `no Postgres server answers at ${where} (connection refused)`
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return `host ${target.host} is not known`
+    case "ETIMEDOUT":
+      return `no Postgres server answers at ${where} (timed out)`
+    case "ENOENT":
+      return `no Postgres socket at ${where}`
+  }
+  const message = causeText(cause)
+  if (code !== undefined && code.startsWith("28")) return `authentication failed: ${message}`
+  if (code === "3D000") return message
+  if (message === "The server does not support SSL connections") {
+    return `the server does not offer TLS, but sslmode=${target.mode} requires it`
+  }
+  if (message === "Connection terminated unexpectedly") {
+    return `the server at ${where} closed the connection before answering`
+  }
+  if (message.includes("timeout") || message.includes("timed out")) {
+    return `no Postgres server answers at ${where} within ${Duration.format(connectTimeout)}`
+  }
+  if (code !== undefined && /CERT|UNABLE_TO|SELF_SIGNED|^ERR_TLS|^ERR_SSL/.test(code)) return `TLS: ${message}`
+  return message
+}
+
+export interface PostgresOpenOptions {
+  readonly url: string
+  readonly pool: number
+}
+
+export interface OpenedPostgres {
+  readonly client: PgClient.PgClient
+  readonly pool: pg.Pool
+  readonly tls: boolean
+}
+
+const makePool = (target: PostgresTarget, size: number, ssl: () => false | Tls.ConnectionOptions): pg.Pool => {
+  // A client class of our own so each new connection takes the current (possibly rotated) certificates.
+  class TlsClient extends pg.Client {
+    constructor(config?: pg.ClientConfig) {
+      super({ ...config, ssl: ssl() })
+    }
+  }
+  const pool = new pg.Pool({
+    connectionString: target.connectionString,
+    max: size,
+    connectionTimeoutMillis: Duration.toMillis(connectTimeout),
+    application_name: "svc",
+    Client: TlsClient
+  })
+  pool.on("error", () => {})
+  return pool
+}
+
+/** A pool of `pool` connections; fails within about five seconds when the server does not answer. */
+export const openPostgres = (
+  options: PostgresOpenOptions
+): Effect.Effect<OpenedPostgres, DatabaseOpenError, Scope.Scope | Reactivity.Reactivity> =>
+  Effect.gen(function*() {
+    const database = maskUrl(options.url)
+    const fail = (reason: string) => new DatabaseOpenError({ database, reason })
+    const target = yield* Either.match(parsePostgresUrl(options.url), {
+      onLeft: (reason) => Effect.fail(fail(reason)),
+      onRight: Effect.succeed
+    })
+    const load = tlsLoader(target)
+    let lastGood = yield* Effect.try({ try: load, catch: (cause) => fail(causeText(cause)) })
+    const current = () => {
+      try {
+        lastGood = load()
+      } catch {
+        // A certificate file being replaced: keep the last one that could be read.
+      }
+      return lastGood
+    }
+    const connect = (useTls: boolean) =>
+      Effect.acquireRelease(
+        Effect.sync(() => makePool(target, options.pool, useTls ? current : () => false)),
+        (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(1000), Effect.ignore)
+      ).pipe(Effect.tap((pool) =>
+        Effect.tryPromise({ try: () => pool.query("SELECT 1"), catch: (cause): unknown => cause }).pipe(
+          Effect.timeoutFail({ duration: connectTimeout, onTimeout: (): unknown => new Error("timed out") })
+        )
+      ))
+    const wantsTls = lastGood !== false
+    const opened = yield* connect(wantsTls).pipe(
+      Effect.map((pool) => ({ pool, tls: wantsTls })),
+      // sslmode=prefer: node-postgres has no fallback of its own, so retry once without TLS.
+      Effect.catchAll((cause) =>
+        target.mode === "prefer" && causeText(cause) === "The server does not support SSL connections"
+          ? Effect.map(connect(false), (pool) => ({ pool, tls: false }))
+          : Effect.fail(cause)
+      ),
+      Effect.mapError((cause) => fail(postgresReason(cause, target)))
+    )
+    const client = yield* PgClient.fromPool({
+      acquire: Effect.succeed(opened.pool),
+      applicationName: "svc"
+    }).pipe(Effect.catchAllCause((cause) => fail(causeText(Cause.squash(cause)))))
+    return { client, pool: opened.pool, tls: opened.tls }
+  })

@@ -1,0 +1,89 @@
+/** Opening SQLite connections with errors a user can act on. */
+import type * as Reactivity from "@effect/experimental/Reactivity"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import { Cause, Effect, type Scope } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { causeText, DatabaseOpenError } from "./errors.ts"
+
+const busyTimeoutMillis = 5000
+
+const errorCode = (cause: unknown): string | undefined =>
+  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
+    ? cause.code
+    : undefined
+
+/** The driver's error in plain words; SqlError wraps it as `cause`. */
+export const sqliteReason = (cause: unknown): string => {
+  const inner = cause instanceof Error && cause.cause !== undefined ? cause.cause : cause
+  switch (errorCode(inner)) {
+    case "SQLITE_NOTADB":
+      return "file is not a database"
+    case "SQLITE_CORRUPT":
+      return "the database file is corrupt"
+    case "SQLITE_CANTOPEN":
+      return "the file cannot be opened"
+    case "SQLITE_READONLY":
+      return "the file is read-only"
+    case "SQLITE_PERM":
+    case "SQLITE_AUTH":
+      return "permission denied"
+  }
+  return causeText(inner)
+}
+
+/** A clear reason when the file's directory is missing or not writable; checked before opening. */
+const directoryProblem = (path: string, writable: boolean): string | undefined => {
+  if (Fs.statSync(path, { throwIfNoEntry: false })?.isDirectory() === true) return `${path} is a directory`
+  const dir = Path.dirname(Path.resolve(path))
+  try {
+    if (!Fs.statSync(dir).isDirectory()) return `${dir} is not a directory`
+  } catch {
+    return `directory ${dir} does not exist`
+  }
+  if (!writable) return undefined
+  try {
+    Fs.accessSync(dir, Fs.constants.W_OK)
+  } catch {
+    return `directory ${dir} is not writable`
+  }
+  return undefined
+}
+
+export interface SqliteOpenOptions {
+  readonly filename: string
+  readonly database: string
+  readonly readonly: boolean
+}
+
+/**
+ * One SQLite connection (the client keeps exactly one). The writer sets WAL; a read-only
+ * connection leaves the journal mode alone, since it may not change it.
+ */
+export const openSqlite = (
+  options: SqliteOpenOptions
+): Effect.Effect<SqliteClient.SqliteClient, DatabaseOpenError, Scope.Scope | Reactivity.Reactivity> => {
+  const fail = (reason: string) => new DatabaseOpenError({ database: options.database, reason })
+  const memory = options.filename === ":memory:"
+  return Effect.gen(function*() {
+    const problem = memory ? undefined : directoryProblem(options.filename, !options.readonly)
+    if (problem !== undefined) return yield* fail(problem)
+    const client = yield* SqliteClient.make({
+      filename: options.filename,
+      readonly: options.readonly,
+      disableWAL: options.readonly || memory
+    }).pipe(Effect.catchAllDefect((defect) => fail(sqliteReason(defect))))
+    const setup = [
+      `PRAGMA busy_timeout = ${busyTimeoutMillis}`,
+      "PRAGMA foreign_keys = ON",
+      // Reads a page, so a file that is not a database is refused here rather than at first use.
+      "SELECT count(*) FROM sqlite_master"
+    ]
+    for (const statement of setup) {
+      yield* client.unsafe(statement).pipe(
+        Effect.catchAllCause((cause) => fail(sqliteReason(Cause.squash(cause))))
+      )
+    }
+    return client
+  })
+}

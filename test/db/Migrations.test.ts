@@ -1,0 +1,177 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, TestClock } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { Database, type DatabaseOptions, layer } from "../../src/db/Database.ts"
+import { formatStatus, status, statusExitCode } from "../../src/db/MigrationStatus.ts"
+import { checksumOf, loadMigrations, type Migration, migrate, readState } from "../../src/db/Migrations.ts"
+import { buildVersion } from "../../src/version.ts"
+import { backends, freshDatabase } from "./backends.ts"
+
+const withDatabase = <A, E>(options: DatabaseOptions, body: Effect.Effect<A, E, Database | SqlClient.SqlClient>) =>
+  Effect.scoped(Effect.provide(body, layer(options)))
+
+const state = Effect.flatMap(Database, (db) => readState(db.writer))
+
+const extra = (version: number, name: string, sql: string): Migration => ({ version, name, sql, checksum: checksumOf(sql) })
+
+const tableNames = Effect.flatMap(Database, (db) =>
+  db.writer.onDialectOrElse({
+    pg: () => db.writer<{ name: string }>`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()`,
+    orElse: () => db.writer<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table'`
+  })).pipe(Effect.map((rows) => rows.map((r) => r.name).sort()))
+
+describe("Migrations", () => {
+  for (const backend of backends) {
+    describe.skipIf(backend.skip)(backend.kind, () => {
+      const dialect = backend.kind === "postgres" ? "pg" : "sqlite"
+
+      it.scoped("apply once, and a second run applies nothing", () =>
+        Effect.gen(function*() {
+          const options = yield* freshDatabase(backend.kind)
+          yield* withDatabase(options, Effect.gen(function*() {
+            const first = yield* migrate({ fhirVersion: "r4" })
+            expect(first.applied.map((m) => m.version)).toEqual([1])
+            expect(first.created).toBe(true)
+            const second = yield* migrate({ fhirVersion: "r4" })
+            expect(second.applied).toEqual([])
+            expect(second.created).toBe(false)
+            expect(yield* tableNames).toEqual(expect.arrayContaining(["svc_meta", "svc_migrations"]))
+          }))
+        }))
+
+      it.scoped("record the build version, the Clock's time and the FHIR version", () =>
+        Effect.gen(function*() {
+          const options = yield* freshDatabase(backend.kind)
+          yield* TestClock.setTime(Date.parse("2025-03-04T05:06:07.000Z"))
+          yield* withDatabase(options, Effect.gen(function*() {
+            yield* migrate({ fhirVersion: "r4" })
+            const recorded = yield* state
+            const [init] = yield* loadMigrations(dialect)
+            expect(recorded.recorded).toEqual([{
+              version: 1,
+              name: "init",
+              checksum: init?.checksum,
+              buildVersion,
+              appliedAt: "2025-03-04T05:06:07.000Z"
+            }])
+            expect(recorded.fhirVersion).toBe("r4")
+            expect(recorded.createdByBuild).toBe(buildVersion)
+          }))
+        }))
+
+      it.scoped("a failing migration leaves the database as it was", () =>
+        Effect.gen(function*() {
+          const options = yield* freshDatabase(backend.kind)
+          const known = yield* loadMigrations(dialect)
+          yield* withDatabase(options, Effect.gen(function*() {
+            const broken = extra(2, "broken", "CREATE TABLE half_done (x INTEGER);\nINSERT INTO no_such_table VALUES (1);")
+            const error = yield* Effect.flip(migrate({ fhirVersion: "r4", migrations: [...known, broken] }))
+            expect(error._tag).toBe("MigrationFailed")
+            expect(error.message).toMatch(/^migration 0002_broken failed: .*no_such_table.*; nothing was applied$/)
+            // Not even 0001 or the FHIR version: everything ran in one transaction.
+            expect(yield* tableNames).toEqual([])
+            // Once 0001 is applied, a broken 0002 still leaves 0001 alone.
+            yield* migrate({ fhirVersion: "r4", migrations: known })
+            yield* Effect.flip(migrate({ fhirVersion: "r4", migrations: [...known, broken] }))
+            expect((yield* state).recorded.map((r) => r.version)).toEqual([1])
+            expect(yield* tableNames).not.toContain("half_done")
+          }))
+        }))
+
+      it.scoped("a database migrated by a newer build is refused, and status says so", () =>
+        Effect.gen(function*() {
+          const options = yield* freshDatabase(backend.kind)
+          yield* withDatabase(options, Effect.gen(function*() {
+            const sql = yield* SqlClient.SqlClient
+            yield* migrate({ fhirVersion: "r4" })
+            yield* sql`INSERT INTO svc_migrations (version, name, checksum, build_version, applied_at)
+              VALUES (7, 'future', 'x', '9.9.9', ${"2030-01-01T00:00:00.000Z"})`
+            const error = yield* Effect.flip(migrate({ fhirVersion: "r4" }))
+            expect(error._tag).toBe("MigrationRefused")
+            expect(error.message).toBe(
+              `database was migrated by a newer build (migration 0007 is unknown to svc ${buildVersion}); refusing to start`
+            )
+            if (backend.kind !== "memory") {
+              const report = yield* status({ ...options, withSql: false, fhirVersion: "r4" })
+              expect(report.outcome).toBe("refuse")
+              expect(statusExitCode(report)).toBe(1)
+              expect(report.unknown.map((r) => r.version)).toEqual([7])
+              expect(formatStatus(report)).toContain("0007_future  applied 2030-01-01T00:00:00.000Z by svc 9.9.9 [unknown to this build]")
+            }
+          }))
+        }))
+
+      it.scoped("a database pinned to another FHIR version is refused", () =>
+        Effect.gen(function*() {
+          const options = yield* freshDatabase(backend.kind)
+          yield* withDatabase(options, Effect.gen(function*() {
+            yield* migrate({ fhirVersion: "r4" })
+            const error = yield* Effect.flip(migrate({ fhirVersion: "r5" }))
+            expect(error._tag).toBe("MigrationRefused")
+            expect(error.message).toContain("database holds FHIR version r4 but fhir.version is r5")
+            if (backend.kind !== "memory") {
+              const report = yield* status({ ...options, withSql: false, fhirVersion: "r5" })
+              expect(report.outcome).toBe("refuse")
+            }
+          }))
+        }))
+
+      it.scoped("status and dry-run report pending migrations and their SQL, and change nothing", () =>
+        Effect.gen(function*() {
+          const options = yield* freshDatabase(backend.kind)
+          const dryRun = yield* status({ ...options, withSql: true, fhirVersion: "r4" })
+          expect(dryRun.outcome).toBe("ok")
+          expect(dryRun.pending.map((m) => m.version)).toEqual([1])
+          const printed = formatStatus(dryRun)
+          expect(printed).toContain("-- 0001_init")
+          expect(printed).toContain("CREATE TABLE svc_migrations")
+          expect(printed).toContain("outcome: this build would start")
+          expect(formatStatus({ ...dryRun, withSql: false })).not.toContain("CREATE TABLE")
+          if (backend.kind === "sqlite") expect(Fs.existsSync(options.sqlitePath)).toBe(false)
+          if (backend.kind === "memory") return
+          yield* withDatabase(options, Effect.gen(function*() {
+            expect(yield* tableNames).toEqual([])
+            yield* migrate({ fhirVersion: "r4" })
+          }))
+          const after = yield* status({ ...options, withSql: true, fhirVersion: "r4" })
+          expect(after.pending).toEqual([])
+          expect(after.recorded.map((r) => r.version)).toEqual([1])
+          expect(after.fhirVersion).toEqual({ configured: "r4", recorded: "r4" })
+          expect(formatStatus(after)).toContain("pending migrations: none")
+        }))
+    })
+  }
+
+  it.scoped("status on a SQLite file that does not exist does not create it", () =>
+    Effect.gen(function*() {
+      const options = yield* freshDatabase("sqlite")
+      const report = yield* status({ ...options, withSql: false, fhirVersion: "r4" })
+      expect(report.exists).toBe(false)
+      expect(report.outcome).toBe("ok")
+      expect(formatStatus(report)).toContain(`database: SQLite file ${options.sqlitePath} (does not exist; would be created)`)
+      expect(Fs.readdirSync(Path.dirname(options.sqlitePath))).toEqual([])
+    }))
+
+  it.scoped("status on a corrupt SQLite file is an open error (exit code 2)", () =>
+    Effect.gen(function*() {
+      const options = yield* freshDatabase("sqlite")
+      Fs.writeFileSync(options.sqlitePath, "garbage ".repeat(100))
+      const error = yield* Effect.flip(status({ ...options, withSql: false, fhirVersion: "r4" }))
+      expect(error.message).toBe(`cannot open database SQLite file ${options.sqlitePath}: file is not a database`)
+    }))
+
+  it.live("status on an unreachable Postgres is an open error", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(status({
+        kind: "postgres",
+        sqlitePath: "",
+        postgresUrl: "postgres://svc:pw@127.0.0.1:1/svc",
+        pool: 1,
+        withSql: false,
+        fhirVersion: "r4"
+      }))
+      expect(error.message).toContain("postgres://svc:***@127.0.0.1:1/svc: no Postgres server answers")
+    }))
+})
