@@ -22,8 +22,12 @@ const problems = (issue: ParseResult.ParseIssue, path: ReadonlyArray<PropertyKey
   switch (issue._tag) {
     case "Pointer":
       return problems(issue.issue, [...path, ...asArray(issue.path)])
-    case "Composite":
+    case "Composite": {
+      // A union of literals fails as a whole; a list or table fails element by element.
+      const expected = issue.ast._tag === "Union" ? getExpected(issue.ast) : undefined
+      if (expected !== undefined) return [{ path, expected }]
       return asArray(issue.issues).flatMap((inner) => problems(inner, path))
+    }
     case "Unexpected":
       return [{ path, expected: undefined }]
     case "Missing":
