@@ -2,8 +2,9 @@
  * Building blocks of the AppConfig schema: leaf settings that carry the phrase
  * an error message shows ("expected ...") and how an SVC_* string is coerced.
  */
-import { isIPv4, isIPv6 } from "node:net"
+import { isIPv6 } from "node:net"
 import { Option, Schema, SchemaAST as AST } from "effect"
+import { parseCidr } from "../http/ClientAddress.ts"
 
 /** How an environment string is read for a leaf: numbers and booleans are parsed, lists split on commas. */
 export type EnvKind = "string" | "number" | "boolean" | "list"
@@ -78,13 +79,7 @@ export const parseBind = (s: string): { readonly host: string; readonly port: nu
 
 export const bind = stringWhere((s) => parseBind(s) !== undefined, "host:port (like 127.0.0.1:8080 or [::1]:8080)")
 
-export const isCidr = (s: string): boolean => {
-  const [address = "", prefix, ...rest] = s.split("/")
-  if (rest.length > 0) return false
-  const max = isIPv4(address) ? 32 : isIPv6(address) ? 128 : undefined
-  if (max === undefined) return false
-  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= max)
-}
+export const isCidr = (s: string): boolean => parseCidr(s) !== undefined
 
 export const cidr = stringWhere(isCidr, "a CIDR network (like 10.0.0.0/8 or fd00::/8)")
 

@@ -88,9 +88,3 @@ const listenFailure = (host: string, port: number, cause: unknown): ListenError 
   return new ListenError({ message: `cannot listen on ${host}:${port}: ${why}` })
 }
 
-/** `host:port`, with IPv6 hosts in brackets (`[::1]:8080`). */
-export const parseBind = (bind: string): ListenOptions => {
-  const match = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(bind)
-  if (match === null) return { host: bind, port: Number.NaN }
-  return { host: match[1] ?? match[2] ?? "", port: Number(match[3]) }
-}

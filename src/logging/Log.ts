@@ -23,18 +23,25 @@ export const memorySink = (lines: Array<string>) => Layer.succeed(LogSink, { wri
 
 const levelName = (level: LogLevel.LogLevel): string => level.label.toLowerCase()
 
-const messageText = (message: unknown): string => {
-  const parts = Array.isArray(message) ? message : [message]
-  return parts.map((part) => (typeof part === "string" ? part : JSON.stringify(part))).join(" ")
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && !(value instanceof Error)
+
+/** Text parts form the message; plain objects logged beside it become fields of the line. */
+const messageParts = (message: unknown): { readonly text: string; readonly fields: Record<string, unknown> } => {
+  const parts: ReadonlyArray<unknown> = Array.isArray(message) ? message : [message]
+  const texts: Array<string> = []
+  const fields: Record<string, unknown> = {}
+  for (const part of parts) {
+    if (isRecord(part)) Object.assign(fields, part)
+    else texts.push(typeof part === "string" ? part : String(part))
+  }
+  return { text: texts.join(" "), fields }
 }
 
 export const jsonLogger = (sink: Context.Tag.Service<LogSink>) =>
   Logger.make<unknown, void>(({ annotations, cause, date, logLevel, message, spans }) => {
-    const line: Record<string, unknown> = {
-      time: date.toISOString(),
-      level: levelName(logLevel),
-      message: messageText(message)
-    }
+    const { fields, text } = messageParts(message)
+    const line: Record<string, unknown> = { time: date.toISOString(), level: levelName(logLevel), message: text, ...fields }
     for (const [key, value] of HashMap.toEntries(annotations)) line[key] = value
     if (!Cause.isEmpty(cause)) line["cause"] = Cause.pretty(cause)
     const now = date.getTime()

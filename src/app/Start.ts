@@ -1,0 +1,59 @@
+/**
+ * Start-up (spec: Readiness of a process): listen first, then open the database and apply
+ * migrations while `/readyz` says which step is running, then serve. On SIGTERM/SIGINT the
+ * server stops accepting and finishes in-flight requests before the database closes.
+ */
+import { Context, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
+import type { AppConfig } from "../config/AppConfig.ts"
+import { Database, layer as databaseLayer } from "../db/Database.ts"
+import { migrate } from "../db/Migrations.ts"
+import { makePeerList } from "../http/ClientAddress.ts"
+import { cachedProbe, Readiness, Reasons } from "../http/Readiness.ts"
+import { type EdgeOptions, emptyServingApp, listen, type ListenOptions, ServingApp } from "../http/Server.ts"
+import { parseBind } from "../config/Setting.ts"
+
+export const edgeOptions = (config: AppConfig): EdgeOptions => ({
+  role: config.cluster.role,
+  trusted: { hops: config.server.trusted_proxy_hops, peers: makePeerList(config.server.trusted_proxy_peers) },
+  requestLog: config.request_log.enabled,
+  maxBodyBytes: config.server.max_body_bytes
+})
+
+export const databaseOptions = (config: AppConfig) => ({
+  kind: config.database.kind,
+  sqlitePath: config.database.sqlite_path,
+  postgresUrl: config.database.postgres_url,
+  pool: config.cluster.db_pool
+})
+
+/** The listen address of `server.bind` (validated by the configuration), IPv6 without brackets. */
+const listenAddress = (bind: string): ListenOptions => {
+  const parsed = parseBind(bind) ?? { host: bind, port: Number.NaN }
+  return { host: parsed.host.replace(/^\[(.*)\]$/, "$1"), port: parsed.port }
+}
+
+/** Runs the server until interrupted; fails when listening, opening or migrating fails. */
+export const start = (config: AppConfig) =>
+  Effect.gen(function*() {
+    const readiness = yield* Readiness
+    const slot = yield* ServingApp
+    // Registered before the server exists, so it closes after the server has drained.
+    const databaseScope = yield* Scope.make()
+    yield* Effect.addFinalizer(() => Scope.close(databaseScope, Exit.void))
+    yield* Effect.addFinalizer(() => Effect.zipRight(readiness.stopping, Effect.logInfo("stopping")))
+
+    const address = yield* listen(listenAddress(config.server.bind), edgeOptions(config))
+    yield* Effect.logInfo("listening", address._tag === "TcpAddress" ? { host: address.hostname, port: address.port } : { path: address.path })
+
+    yield* readiness.starting(Reasons.openingDatabase)
+    const database = yield* Layer.buildWithScope(databaseLayer(databaseOptions(config)), databaseScope)
+    const db = Context.get(database, Database)
+    yield* readiness.starting(Reasons.migrating)
+    yield* migrate({ fhirVersion: config.fhir.version }).pipe(Effect.provide(database))
+
+    const probe = yield* cachedProbe(db.probe)
+    yield* Ref.set(slot, Option.some(emptyServingApp))
+    yield* readiness.serving(probe, Effect.map(db.stats, (stats) => ({ database: stats })))
+    yield* Effect.logInfo("serving", { database: config.database.kind })
+    return address
+  })

@@ -1,0 +1,49 @@
+/**
+ * Flags and settings whose capability this build does not have yet. Each is parsed, then refused
+ * at start-up with a message naming it, never silently ignored. A row leaves this table when its
+ * capability lands.
+ */
+import { Effect } from "effect"
+import type { AppConfig } from "../config/AppConfig.ts"
+import { Unavailable } from "./errors.ts"
+
+interface Row {
+  readonly flags: ReadonlyArray<string>
+  readonly setting: string
+  readonly what: string
+  /** Whether the configuration (file or environment) switches the capability on. */
+  readonly on: (config: AppConfig) => boolean
+}
+
+const rows: ReadonlyArray<Row> = [
+  { flags: ["--package"], setting: "conformance.packages", what: "installing implementation guides", on: (c) => c.conformance.packages.length > 0 },
+  { flags: ["--references"], setting: "conformance.reference_policy", what: "reference checks on write", on: (c) => c.conformance.reference_policy !== "strict" },
+  { flags: ["--update-as-create"], setting: "conformance.update_as_create", what: "update as create", on: (c) => c.conformance.update_as_create },
+  {
+    flags: ["--smart", "--smart-patient", "--smart-encounter", "--smart-fhir-user", "--smart-dcr-token", "--smart-confidential-secret", "--oidc-issuer", "--oidc-client-id", "--smart-demo-login"],
+    setting: "smart.enabled",
+    what: "SMART App Launch",
+    on: (c) => c.smart.enabled || c.smart.demo_login
+  },
+  { flags: ["--export-dir"], setting: "export.dir", what: "$export", on: (c) => c.export.dir !== undefined },
+  { flags: ["--terminology"], setting: "terminology.urls", what: "terminology pull", on: (c) => c.terminology.urls.length > 0 },
+  { flags: ["--trace-engine"], setting: "features.trace_engine", what: "the trace engine", on: (c) => c.features.trace_engine },
+  { flags: ["--sdc-archiver"], setting: "features.sdc_archiver", what: "the SDC archiver", on: (c) => c.features.sdc_archiver },
+  { flags: ["--role", "--standby"], setting: "cluster.role", what: "the standby and replica roles", on: (c) => c.cluster.role !== "primary" },
+  { flags: ["--primary-url"], setting: "cluster.primary_url", what: "replicas", on: (c) => c.cluster.primary_url !== undefined },
+  { flags: [], setting: "rate_limit", what: "rate limits", on: (c) => c.rate_limit.enabled },
+  { flags: [], setting: "quota", what: "quotas", on: (c) => c.quota.enabled }
+]
+
+/** Fails with one message listing every flag and setting that names a capability not built yet. */
+export const refuseUnavailable = (config: AppConfig, namedFlags: ReadonlyArray<string>): Effect.Effect<void, Unavailable> => {
+  const problems: Array<string> = []
+  for (const row of rows) {
+    const flags = row.flags.filter((flag) => namedFlags.includes(flag))
+    // --role primary names the only role there is.
+    const relevant = row.setting === "cluster.role" ? (config.cluster.role !== "primary" ? flags : []) : flags
+    if (relevant.length > 0) problems.push(`${relevant.join(", ")}: ${row.what} is not available in this build yet`)
+    else if (row.on(config)) problems.push(`${row.setting}: ${row.what} is not available in this build yet`)
+  }
+  return problems.length === 0 ? Effect.void : Effect.fail(new Unavailable({ message: problems.join("\n") }))
+}
