@@ -4,6 +4,19 @@ import { ValidationError } from "@effect/cli"
 import { Effect } from "effect"
 import { cli } from "./cli/Cli.ts"
 import { databaseFlagProblem } from "./cli/databaseFlags.ts"
+import { redactUrl } from "./config/Secrets.ts"
+
+const secretVariables = [
+  "SVC_OIDC_CLIENT_SECRET", "SVC_SMART_DCR_TOKEN", "SVC_SMART_CONFIDENTIAL_SECRET",
+  "SVC_S3_ACCESS_KEY_ID", "SVC_S3_SECRET_ACCESS_KEY", "SVC_AUDIT_KEY"
+]
+
+/** A message for standard error, with URL passwords and secret variables' values masked. */
+const redacted = (message: string): string =>
+  secretVariables.reduce((text, name) => {
+    const value = process.env[name]
+    return value ? text.split(value).join("***") : text
+  }, redactUrl(message))
 
 /** `-V` is the short form of `--version`. */
 const args = process.argv.map((arg, index) => (index >= 2 && arg === "-V" ? "--version" : arg))
@@ -38,7 +51,7 @@ const program = Effect.gen(function*() {
           process.exitCode = 2
           return
         }
-        if (error._tag !== "ExitWith") process.stderr.write(`svc: ${error.message}\n`)
+        if (error._tag !== "ExitWith") process.stderr.write(`svc: ${redacted(error.message)}\n`)
         process.exitCode = exitCodeOf(error, migrating)
       })
     )

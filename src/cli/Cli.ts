@@ -11,40 +11,41 @@ import { runMigrate } from "./migrate.ts"
 import { runServe } from "./serve.ts"
 import { type FlagSettings, setIn } from "./settings.ts"
 
-const text = (name: string, description: string) => Options.text(name).pipe(Options.withDescription(description), Options.optional)
+const text = (name: string, pseudo: string, description: string) =>
+  Options.text(name).pipe(Options.withPseudoName(pseudo), Options.withDescription(description), Options.optional)
 const flag = (name: string, description: string) => Options.boolean(name).pipe(Options.withDescription(description))
 
 const databaseOptions = {
-  config: text("config", "Configuration file (default ./svc.toml, then /etc/svc/svc.toml)"),
-  sqlite: text("sqlite", "SQLite database file"),
-  postgres: text("postgres", "Postgres connection URL")
+  config: text("config", "path", "Configuration file (default ./svc.toml, then /etc/svc/svc.toml)"),
+  sqlite: text("sqlite", "path", "SQLite database file"),
+  postgres: text("postgres", "url", "Postgres connection URL")
 }
 
 const serveOptions = {
   ...databaseOptions,
   memory: flag("memory", "SQLite in memory; nothing is kept"),
-  bind: text("bind", "Listen address host:port (default 127.0.0.1:8080)"),
-  package: Options.text("package").pipe(Options.withDescription("Implementation guide: a directory, a .tgz file or name@version"), Options.repeated),
+  bind: text("bind", "host:port", "Listen address host:port (default 127.0.0.1:8080)"),
+  package: Options.text("package").pipe(Options.withPseudoName("dir|name@version"), Options.withDescription("Implementation guide: a directory, a .tgz file or name@version"), Options.repeated),
   references: Options.choice("references", ["strict", "fhir"]).pipe(Options.withDescription("Reference policy"), Options.optional),
   smart: flag("smart", "Enable SMART App Launch 2.2"),
-  publicUrl: text("public-url", "Public URL of the server"),
-  smartPatient: text("smart-patient", "Launch patient for the demo login"),
-  smartEncounter: text("smart-encounter", "Launch encounter for the demo login"),
-  smartFhirUser: text("smart-fhir-user", "fhirUser (Resource/id) for the demo login"),
-  smartDcrToken: text("smart-dcr-token", "Dynamic client registration token"),
-  smartConfidentialSecret: text("smart-confidential-secret", "Confidential client secret"),
+  publicUrl: text("public-url", "url", "Public URL of the server"),
+  smartPatient: text("smart-patient", "id", "Launch patient for the demo login"),
+  smartEncounter: text("smart-encounter", "id", "Launch encounter for the demo login"),
+  smartFhirUser: text("smart-fhir-user", "Resource/id", "fhirUser (Resource/id) for the demo login"),
+  smartDcrToken: text("smart-dcr-token", "token", "Dynamic client registration token"),
+  smartConfidentialSecret: text("smart-confidential-secret", "secret", "Confidential client secret"),
   updateAsCreate: flag("update-as-create", "Let PUT create a resource under a client-named id"),
-  oidcIssuer: text("oidc-issuer", "OpenID Connect issuer URL"),
-  oidcClientId: text("oidc-client-id", "OpenID Connect client id"),
+  oidcIssuer: text("oidc-issuer", "url", "OpenID Connect issuer URL"),
+  oidcClientId: text("oidc-client-id", "id", "OpenID Connect client id"),
   smartDemoLogin: flag("smart-demo-login", "Demo login for testing: accepts any username"),
-  exportDir: text("export-dir", "Directory for $export NDJSON output"),
-  terminology: Options.text("terminology").pipe(Options.withDescription("Terminology source URL"), Options.repeated),
+  exportDir: text("export-dir", "path", "Directory for $export NDJSON output"),
+  terminology: Options.text("terminology").pipe(Options.withPseudoName("url"), Options.withDescription("Terminology source URL"), Options.repeated),
   traceEngine: flag("trace-engine", "Feature switch: trace engine"),
   sdcArchiver: flag("sdc-archiver", "Store QuestionnaireResponse without allowing a later read"),
   role: Options.choice("role", ["primary", "standby", "replica"]).pipe(Options.withDescription("Process role"), Options.optional),
   standby: flag("standby", "Same as --role standby"),
-  primaryUrl: text("primary-url", "URL of the primary (replicas send writes there)"),
-  dbPool: Options.integer("db-pool").pipe(Options.withDescription("Database connections (Postgres) or SQLite readers"), Options.optional)
+  primaryUrl: text("primary-url", "url", "URL of the primary (replicas send writes there)"),
+  dbPool: Options.integer("db-pool").pipe(Options.withPseudoName("n"), Options.withDescription("Database connections (Postgres) or SQLite readers"), Options.optional)
 }
 
 type ServeFlags = Command.Command.ParseConfig<typeof serveOptions>

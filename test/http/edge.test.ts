@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { HttpServerResponse } from "@effect/platform"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Scope } from "effect"
 import { Readiness, layer as readinessLayer } from "../../src/http/Readiness.ts"
-import { type EdgeOptions, listen, servingAppLayer } from "../../src/http/Server.ts"
+import { type EdgeOptions, listen, ServingApp, servingAppLayer } from "../../src/http/Server.ts"
 import { memorySink } from "../../src/logging/Log.ts"
 import { makePeerList } from "../../src/http/ClientAddress.ts"
 
@@ -83,5 +84,35 @@ describe("the HTTP edge", () => {
       yield* readiness.serving(Effect.succeed({ status: "ok" }), Effect.succeed({}))
       yield* get("/fhir/x", { "x-forwarded-for": "203.0.113.9" })
       expect(JSON.parse(lines[0]!).client).toBe("127.0.0.1")
+    }))
+})
+
+describe("shutdown", () => {
+  it.live("finishes a request in flight before the server closes", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const entered = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const slow = Deferred.succeed(entered, undefined).pipe(
+        Effect.zipRight(Deferred.await(release)),
+        Effect.as(HttpServerResponse.text("done"))
+      )
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(Layer.mergeAll(readinessLayer, servingAppLayer, memorySink(lines)), scope)
+      const address = yield* listen({ host: "127.0.0.1", port: 0 }, options).pipe(Effect.provide(context), Scope.extend(scope))
+      const port = address._tag === "TcpAddress" ? address.port : 0
+      yield* Effect.flatMap(Readiness, (r) => r.serving(Effect.succeed({ status: "ok" }), Effect.succeed({}))).pipe(Effect.provide(context))
+      yield* Ref.set(Context.get(context, ServingApp), Option.some(slow))
+      const response = yield* Effect.fork(Effect.promise(async () => {
+        const r = await fetch(`http://127.0.0.1:${port}/fhir/slow`)
+        return { status: r.status, body: await r.text() }
+      }))
+      yield* Deferred.await(entered)
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* Deferred.succeed(release, undefined)
+      expect(yield* Fiber.join(response)).toEqual({ status: 200, body: "done" })
+      yield* Fiber.join(closing)
+      const refused = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/livez`).then(() => "answered", () => "refused"))
+      expect(refused).toBe("refused")
     }))
 })
