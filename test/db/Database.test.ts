@@ -5,7 +5,7 @@ import { Deferred, Effect, Exit, Fiber } from "effect"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { Database, type DatabaseOptions, layer, make } from "../../src/db/Database.ts"
-import { backends, freshDatabase, pgAvailable, tempDirectory } from "./backends.ts"
+import { backends, freshDatabase, pgAvailable, tempDirectory } from "../support/backends.ts"
 
 const openError = (options: DatabaseOptions) =>
   Effect.scoped(make(options)).pipe(Effect.provide(Reactivity.layer), Effect.flip)

@@ -7,7 +7,7 @@ import type * as Tls from "node:tls"
 import { make } from "../../src/db/Database.ts"
 import { maskUrl, parsePostgresUrl, type PostgresTarget, sslOptions, tlsLoader } from "../../src/db/postgresTls.ts"
 import { adminUrl } from "../support/postgres.ts"
-import { pgAvailable, tempDirectory } from "./backends.ts"
+import { pgAvailable, tempDirectory } from "../support/backends.ts"
 
 const base = "postgres://svc:pw@db.example:5432/svc"
 

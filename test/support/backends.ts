@@ -4,7 +4,7 @@ import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import type { DatabaseOptions } from "../../src/db/Database.ts"
-import { createTestDatabase, postgresAvailable } from "../support/postgres.ts"
+import { createTestDatabase, postgresAvailable } from "./postgres.ts"
 
 export const pgAvailable = await postgresAvailable()
 

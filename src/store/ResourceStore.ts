@@ -1,0 +1,78 @@
+/**
+ * Resource versions in the database (ARCHITECTURE.md, Storage): `resources` points at each
+ * resource's current version, `resource_versions` keeps every version as the JSON text served.
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect } from "effect"
+
+export type Operation = "create" | "update" | "delete"
+
+export interface StoredVersion {
+  readonly rkey: number
+  readonly version: number
+  readonly content: string
+}
+
+/** FHIR `instant` of a commit timestamp (microseconds), to the millisecond. */
+export const instantOf = (commitTs: number): string => new Date(Math.floor(commitTs / 1000)).toISOString()
+
+/** The resource as stored: `id` and `meta.versionId` / `meta.lastUpdated` are the server's. */
+export const withServerMeta = (
+  resource: Record<string, unknown>,
+  id: string,
+  version: number,
+  commitTs: number
+): Record<string, unknown> => {
+  const { id: _ignored, meta, resourceType, ...rest } = resource
+  const given = typeof meta === "object" && meta !== null && !Array.isArray(meta) ? meta : {}
+  return {
+    resourceType,
+    id,
+    ...rest,
+    meta: { ...given, versionId: String(version), lastUpdated: instantOf(commitTs) }
+  }
+}
+
+/**
+ * Writes a new version of `type/id` (creating the resource when it is new). Runs inside the
+ * Writer's transaction, which gives `commitTs`.
+ */
+export const putVersion = (
+  sql: SqlClient.SqlClient,
+  input: { readonly type: string; readonly id: string; readonly resource: Record<string, unknown>; readonly commitTs: number }
+): Effect.Effect<StoredVersion, SqlError> =>
+  Effect.gen(function*() {
+    const rows = yield* sql<{ readonly rkey: number | string; readonly version: number}>`
+      INSERT INTO resources (type, id, version, commit_ts, deleted)
+      VALUES (${input.type}, ${input.id}, 1, ${input.commitTs}, ${sql.onDialectOrElse({ pg: () => false, orElse: () => 0 })})
+      ON CONFLICT (type, id) DO UPDATE SET
+        version = resources.version + 1,
+        commit_ts = excluded.commit_ts,
+        deleted = excluded.deleted
+      RETURNING rkey, version`
+    const row = rows[0]!
+    const content = JSON.stringify(withServerMeta(input.resource, input.id, row.version, input.commitTs))
+    const op: Operation = row.version === 1 ? "create" : "update"
+    yield* sql`
+      INSERT INTO resource_versions (rkey, version, commit_ts, op, content)
+      VALUES (${row.rkey}, ${row.version}, ${input.commitTs}, ${op}, ${content})`
+    return { rkey: Number(row.rkey), version: row.version, content }
+  })
+
+/** The current, not deleted, version's text of every resource of the given types. */
+export const currentOfTypes = (sql: SqlClient.SqlClient, types: ReadonlyArray<string>) =>
+  sql<{ readonly type: string; readonly content: string }>`
+    SELECT r.type, v.content
+    FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
+    WHERE ${sql.in("r.type", types)} AND NOT r.deleted`
+
+/** The current version of `type/id`, or undefined; a deleted resource has `content` null. */
+export const readCurrent = (sql: SqlClient.SqlClient, type: string, id: string) =>
+  Effect.map(
+    sql<{ readonly version: number; readonly deleted: number | boolean; readonly content: string | null }>`
+      SELECT r.version, r.deleted, v.content
+      FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
+      WHERE r.type = ${type} AND r.id = ${id}`,
+    (rows) => rows[0]
+  )

@@ -1,0 +1,56 @@
+/**
+ * The Writer (ARCHITECTURE.md, A request's way): every write of a primary goes through it. A command
+ * runs in one database transaction with the next commit timestamp: microseconds since the epoch,
+ * strictly increasing per database.
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import { Clock, Context, Effect, Layer, Ref } from "effect"
+import { Database } from "../db/Database.ts"
+
+export interface Committed<A> {
+  readonly value: A
+  readonly commitTs: number
+}
+
+export class Writer extends Context.Tag("svc/store/Writer")<Writer, {
+  /** Runs `command` alone, in one transaction, with the commit timestamp it will carry. */
+  readonly commit: <A, E, R>(
+    command: (commitTs: number) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<Committed<A>, E | SqlError, R>
+  /** The timestamp of the last commit (0 for an empty database). */
+  readonly lastCommitTs: Effect.Effect<number>
+  /** Commits since the process started. */
+  readonly commits: Effect.Effect<number>
+}>() {}
+
+/** The next timestamp: the clock's microseconds, or one past the last when the clock has not moved on. */
+export const nextCommitTs = (nowMicros: number, last: number): number => Math.max(nowMicros, last + 1)
+
+export const make = Effect.gen(function*() {
+  const db = yield* Database
+  const sql = db.writer
+  const rows = yield* sql<{ readonly ts: number | string | null }>`
+    SELECT max(ts) AS ts FROM (
+      SELECT max(commit_ts) AS ts FROM resource_versions
+      UNION ALL SELECT max(commit_ts) AS ts FROM svc_packages
+    ) AS t`
+  const last = yield* Ref.make(Number(rows[0]?.ts ?? 0))
+  const count = yield* Ref.make(0)
+  const lock = yield* Effect.makeSemaphore(1)
+
+  const commit = <A, E, R>(command: (commitTs: number) => Effect.Effect<A, E, R>) =>
+    lock.withPermits(1)(
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeNanos
+        const commitTs = nextCommitTs(Number(now / 1000n), yield* Ref.get(last))
+        const value = yield* sql.withTransaction(command(commitTs))
+        yield* Ref.set(last, commitTs)
+        yield* Ref.update(count, (n) => n + 1)
+        return { value, commitTs }
+      })
+    )
+
+  return Writer.of({ commit, lastCommitTs: Ref.get(last), commits: Ref.get(count) })
+})
+
+export const layer = Layer.effect(Writer, make)

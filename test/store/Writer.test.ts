@@ -1,0 +1,63 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, TestClock } from "effect"
+import { Database, layer as databaseLayer } from "../../src/db/Database.ts"
+import { migrate } from "../../src/db/Migrations.ts"
+import { currentOfTypes, putVersion, readCurrent } from "../../src/store/ResourceStore.ts"
+import { layer as writerLayer, nextCommitTs, Writer } from "../../src/store/Writer.ts"
+import { backends, freshDatabase } from "../support/backends.ts"
+
+const withStore = <A, E>(kind: (typeof backends)[number]["kind"], body: Effect.Effect<A, E, Writer | Database>) =>
+  Effect.gen(function*() {
+    const options = yield* freshDatabase(kind)
+    const database = yield* Layer.build(databaseLayer(options))
+    yield* migrate({ fhirVersion: "r4" }).pipe(Effect.provide(database))
+    const writer = yield* Layer.build(writerLayer.pipe(Layer.provide(Layer.succeedContext(database))))
+    return yield* body.pipe(Effect.provide(database), Effect.provide(writer))
+  })
+
+describe("commit timestamps", () => {
+  it("follow the clock, and step past the last one when the clock has not moved on", () => {
+    expect(nextCommitTs(5_000, 10)).toBe(5_000)
+    expect(nextCommitTs(5_000, 5_000)).toBe(5_001)
+    expect(nextCommitTs(4_000, 5_000)).toBe(5_001)
+  })
+})
+
+for (const backend of backends) {
+  describe.skipIf(backend.skip)(`resource versions on ${backend.kind}`, () => {
+    it.scoped("writes versions with server meta and strictly increasing commit timestamps", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        yield* TestClock.setTime(1_700_000_000_000)
+        const writer = yield* Writer
+        const { writer: sql } = yield* Database
+        const first = yield* writer.commit((ts) => putVersion(sql, { type: "Basic", id: "a", resource: { resourceType: "Basic", id: "ignored", code: { text: "x" } }, commitTs: ts }))
+        const second = yield* writer.commit((ts) => putVersion(sql, { type: "Basic", id: "a", resource: { resourceType: "Basic", code: { text: "y" } }, commitTs: ts }))
+        expect(first.commitTs).toBe(1_700_000_000_000_000)
+        expect(second.commitTs).toBe(first.commitTs + 1)
+        expect(second.value.version).toBe(2)
+        const current = yield* readCurrent(sql, "Basic", "a")
+        expect(JSON.parse(current!.content!)).toEqual({
+          resourceType: "Basic",
+          id: "a",
+          code: { text: "y" },
+          meta: { versionId: "2", lastUpdated: "2023-11-14T22:13:20.000Z" }
+        })
+        const all = yield* currentOfTypes(sql, ["Basic", "Patient"])
+        expect(all.map((row) => row.type)).toEqual(["Basic"])
+        expect(yield* writer.commits).toBe(2)
+      })))
+
+    it.scoped("rolls a failed command back whole", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        const writer = yield* Writer
+        const { writer: sql } = yield* Database
+        const failed = yield* writer.commit((ts) =>
+          putVersion(sql, { type: "Basic", id: "b", resource: { resourceType: "Basic" }, commitTs: ts }).pipe(
+            Effect.zipRight(Effect.fail("stop" as const))
+          )
+        ).pipe(Effect.flip)
+        expect(failed).toBe("stop")
+        expect(yield* readCurrent(sql, "Basic", "b")).toBeUndefined()
+      })))
+  })
+}
