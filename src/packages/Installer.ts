@@ -1,0 +1,100 @@
+/**
+ * Installs loaded packages into the database: each package once, in one Writer command (one
+ * transaction), its resources becoming ordinary resources of the server, recorded in `svc_packages`
+ * with name, version, source and checksum.
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import { Clock, Effect } from "effect"
+import { Database } from "../db/Database.ts"
+import { instantOf, putVersion } from "../store/ResourceStore.ts"
+import { Writer } from "../store/Writer.ts"
+
+/** What the installer needs of a fetched package. */
+export interface InstallablePackage {
+  readonly name: string
+  readonly version: string
+  readonly source: string
+  readonly checksum: string
+  readonly resources: ReadonlyArray<{ readonly file: string; readonly resource: Record<string, unknown> }>
+  readonly substitutedFrom?: string | undefined
+}
+
+export interface InstalledPackage {
+  readonly name: string
+  readonly version: string
+  readonly source: string
+  readonly checksum: string
+  readonly substitutedFrom: string | null
+  readonly resources: number
+}
+
+const idPattern = /^[A-Za-z0-9\-.]{1,64}$/
+
+/** The packages recorded in the database. */
+export const installedPackages = Effect.flatMap(Database, (db) =>
+  db.withReader((sql) =>
+    sql<{ name: string; version: string; source: string; checksum: string; substituted_from: string | null; resources: number }>`
+      SELECT name, version, source, checksum, substituted_from, resources FROM svc_packages ORDER BY commit_ts, name`
+  )).pipe(Effect.map((rows) =>
+    rows.map((row): InstalledPackage => ({
+      name: row.name,
+      version: row.version,
+      source: row.source,
+      checksum: row.checksum,
+      substitutedFrom: row.substituted_from,
+      resources: Number(row.resources)
+    }))
+  ))
+
+export const isInstalled = (name: string, version: string) =>
+  Effect.flatMap(Database, (db) =>
+    db.withReader((sql) => sql<{ n: number }>`SELECT 1 AS n FROM svc_packages WHERE name = ${name} AND version = ${version}`)
+  ).pipe(Effect.map((rows) => rows.length > 0))
+
+export interface InstallOutcome {
+  readonly installed: boolean
+  readonly resources: number
+  /** Resources left out because they have no usable type or id. */
+  readonly skipped: ReadonlyArray<string>
+}
+
+/** Installs one package unless the database has it already. */
+export const installPackage = (pkg: InstallablePackage): Effect.Effect<InstallOutcome, SqlError, Database | Writer> =>
+  Effect.gen(function*() {
+    if (yield* isInstalled(pkg.name, pkg.version)) return { installed: false, resources: 0, skipped: [] }
+    const { writer: sql } = yield* Database
+    const writer = yield* Writer
+    const started = yield* Clock.currentTimeMillis
+    // One version per resource: when a package repeats a type/id, its last file wins.
+    const byKey = new Map<string, Record<string, unknown>>()
+    const skipped: Array<string> = []
+    for (const { file, resource } of pkg.resources) {
+      const type = resource["resourceType"]
+      const id = resource["id"]
+      if (typeof type === "string" && typeof id === "string" && idPattern.test(id)) byKey.set(`${type}/${id}`, resource)
+      else skipped.push(file)
+    }
+    const usable = [...byKey.values()]
+    const { commitTs } = yield* writer.commit((commitTs) =>
+      Effect.gen(function*() {
+        for (const resource of usable) {
+          yield* putVersion(sql, { type: String(resource["resourceType"]), id: String(resource["id"]), resource, commitTs })
+        }
+        yield* sql`
+          INSERT INTO svc_packages (name, version, source, checksum, substituted_from, resources, commit_ts, installed_at)
+          VALUES (${pkg.name}, ${pkg.version}, ${pkg.source}, ${pkg.checksum}, ${pkg.substitutedFrom ?? null},
+                  ${usable.length}, ${commitTs}, ${instantOf(commitTs)})`
+      })
+    )
+    const finished = yield* Clock.currentTimeMillis
+    yield* Effect.logInfo("installed package", {
+      package: `${pkg.name}@${pkg.version}`,
+      source: pkg.source,
+      resources: usable.length,
+      skipped: skipped.length,
+      ms: finished - started,
+      commit_ts: commitTs,
+      ...(pkg.substitutedFrom ? { substituted_from: pkg.substitutedFrom } : {})
+    })
+    return { installed: true, resources: usable.length, skipped }
+  })

@@ -1,0 +1,53 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { Database, layer as databaseLayer } from "../../src/db/Database.ts"
+import { migrate } from "../../src/db/Migrations.ts"
+import { installedPackages, installPackage, type InstallablePackage } from "../../src/packages/Installer.ts"
+import { currentOfTypes, readCurrent } from "../../src/store/ResourceStore.ts"
+import { layer as writerLayer, Writer } from "../../src/store/Writer.ts"
+import { backends, freshDatabase } from "../support/backends.ts"
+
+const withStore = <A, E>(kind: (typeof backends)[number]["kind"], body: Effect.Effect<A, E, Writer | Database>) =>
+  Effect.gen(function*() {
+    const options = yield* freshDatabase(kind)
+    const database = yield* Layer.build(databaseLayer(options))
+    yield* migrate({ fhirVersion: "r4" }).pipe(Effect.provide(database))
+    const writer = yield* Layer.build(writerLayer.pipe(Layer.provide(Layer.succeedContext(database))))
+    return yield* body.pipe(Effect.provide(database), Effect.provide(writer))
+  })
+
+const sample: InstallablePackage = {
+  name: "example.fhir.test",
+  version: "1.0.0",
+  source: "directory fixtures/example",
+  checksum: "abc123",
+  resources: [
+    { file: "StructureDefinition-a.json", resource: { resourceType: "StructureDefinition", id: "a", url: "http://example.org/a" } },
+    { file: "SearchParameter-b.json", resource: { resourceType: "SearchParameter", id: "b", code: "b" } },
+    { file: "no-id.json", resource: { resourceType: "ValueSet" } }
+  ]
+}
+
+for (const backend of backends) {
+  describe.skipIf(backend.skip)(`installing a package on ${backend.kind}`, () => {
+    it.scoped("stores its resources as ordinary resources and records the package, once", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        const first = yield* installPackage(sample)
+        expect(first).toEqual({ installed: true, resources: 2, skipped: ["no-id.json"] })
+        const again = yield* installPackage(sample)
+        expect(again.installed).toBe(false)
+        const { writer: sql } = yield* Database
+        const stored = yield* readCurrent(sql, "StructureDefinition", "a")
+        expect(JSON.parse(stored!.content!)).toMatchObject({ resourceType: "StructureDefinition", id: "a", meta: { versionId: "1" } })
+        expect((yield* currentOfTypes(sql, ["StructureDefinition", "SearchParameter"])).length).toBe(2)
+        expect(yield* installedPackages).toEqual([{
+          name: "example.fhir.test",
+          version: "1.0.0",
+          source: "directory fixtures/example",
+          checksum: "abc123",
+          substitutedFrom: null,
+          resources: 2
+        }])
+      })))
+  })
+}
