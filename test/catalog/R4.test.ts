@@ -49,7 +49,7 @@ describe("the catalog of the R4 core conformance resources", () => {
     const codes = [...catalog.searchParameters("Patient").keys()]
     expect(codes).toEqual(expect.arrayContaining([...patientParameters, ...inheritedParameters]))
     expect(catalog.searchParameter("Patient", "general-practitioner")?.target).toContain("Practitioner")
-    expect(catalog.searchParameter("Bundle", "_text")).toBeUndefined()
+    for (const type of ["Bundle", "Binary", "Parameters"]) expect(catalog.searchParameter(type, "_text"), type).toBeUndefined()
     expect(catalog.searchParameter("Bundle", "_id")?.type).toBe("token")
   })
 
