@@ -95,11 +95,16 @@ export const make = (options: FetcherOptions = {}) =>
             Effect.mapError((reason) => new PackageSourceError({ package: request, source: "cache", reason: `${cacheDir}: ${reason}` }))
           )
           const staged = yield* found.fetch(work)
-          const folder = staged._tag === "Folder"
-            ? { folder: staged.folder, checksum: undefined }
-            : yield* Cache.install(cacheDir, name, found.version, staged.file, staged.sha256, source.label, limits)
-          const load = { request, source: source.label, checksum: folder.checksum }
-          return yield* loadFolder(folder.folder, onlyTypes === undefined ? load : { ...load, onlyTypes })
+          const load = (folder: string, checksum: string | undefined) =>
+            loadFolder(folder, { request, source: source.label, checksum, ...(onlyTypes === undefined ? {} : { onlyTypes }) }).pipe(
+              Effect.filterOrFail(
+                (pkg) => pkg.name === name && pkg.version === found.version,
+                (pkg) => new PackageSourceError({ package: request, source: source.label, reason: `the tarball holds ${pkg.name}@${pkg.version}` })
+              )
+            )
+          return yield* staged._tag === "Folder"
+            ? load(staged.folder, undefined)
+            : Cache.install(cacheDir, name, found.version, { ...staged, source: source.label }, (folder) => load(folder, staged.sha256), limits)
         }))
       })
 

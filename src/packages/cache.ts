@@ -55,47 +55,41 @@ export const scratch = (cacheDir: string): Effect.Effect<string, string, Scope.S
     (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
   )
 
-/** Unpacks a tarball into the cache as `name#version`; the tarball must hold that package. */
-export const install = (
+/**
+ * Unpacks a tarball into the cache as `name#version`. `check` reads the unpacked folder first: a
+ * package it refuses is never cached.
+ */
+export const install = <A, E>(
   cacheDir: string,
   name: string,
   version: string,
-  tgz: string,
-  sha256: string,
-  source: string,
+  tarball: { readonly file: string; readonly sha256: string; readonly source: string },
+  check: (folder: string) => Effect.Effect<A, E>,
   limits: TarLimits = defaultTarLimits
-): Effect.Effect<CachedPackage, PackageSourceError> =>
+): Effect.Effect<A, E | PackageSourceError> =>
   Effect.scoped(Effect.gen(function*() {
-    const pkg = `${name}@${version}`
-    const failed = (reason: string) => new PackageSourceError({ package: pkg, source, reason })
+    const failed = (reason: string) => new PackageSourceError({ package: `${name}@${version}`, source: tarball.source, reason })
     const work = yield* scratch(cacheDir).pipe(Effect.mapError((reason) => failed(`cache ${cacheDir}: ${reason}`)))
     const staging = Path.join(work, "entry")
     yield* Effect.tryPromise({
       try: async () => {
         await Fs.mkdir(staging)
-        await extractTgz(tgz, staging, limits)
+        await extractTgz(tarball.file, staging, limits)
       },
       catch: (cause) => failed(`cannot unpack the tarball: ${causeText(cause)}`)
     })
-    const manifest = yield* Effect.tryPromise(() => Fs.readFile(Path.join(staging, "package", "package.json"), "utf8")).pipe(
-      Effect.flatMap((text) => Effect.try(() => JSON.parse(text) as Record<string, unknown>)),
-      Effect.orElseSucceed((): Record<string, unknown> => ({}))
-    )
-    if (manifest["name"] !== undefined && (manifest["name"] !== name || manifest["version"] !== version)) {
-      return yield* failed(`the tarball holds ${String(manifest["name"])}@${String(manifest["version"])}`)
-    }
-    const target = entryDir(cacheDir, name, version)
+    const result = yield* check(Path.join(staging, "package"))
     yield* Effect.tryPromise({
       try: async () => {
-        await Fs.writeFile(Path.join(staging, checksumFile), `${sha256}\n`)
-        await Fs.rename(staging, target).catch(async (cause: NodeJS.ErrnoException) => {
+        await Fs.writeFile(Path.join(staging, checksumFile), `${tarball.sha256}\n`)
+        await Fs.rename(staging, entryDir(cacheDir, name, version)).catch(async (cause: NodeJS.ErrnoException) => {
           // Another process cached the same package meanwhile: keep theirs.
           if (cause.code !== "EEXIST" && cause.code !== "ENOTEMPTY") throw cause
         })
       },
       catch: (cause) => failed(`cannot write the cache ${cacheDir}: ${causeText(cause)}`)
     })
-    return { folder: Path.join(target, "package"), checksum: sha256 }
+    return result
   }))
 
 /** A temporary folder outside the cache, e.g. to unpack a local `.tgz` that is not cached. */

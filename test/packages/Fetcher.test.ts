@@ -147,6 +147,16 @@ describe("PackageFetcher", () => {
       expect(error._tag).toBe("NotAFhirPackage")
       expect(error.message).toContain("test.notfhir@1.0.0")
       expect(error.message).toContain("fhirVersions")
+      expect(yield* Effect.promise(() => Fs.readdir(cache))).toEqual([])
+    }))
+
+  it.scopedLive("a tarball holding another package than the one asked for is refused", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const reg = yield* registry([{ name: "test.liar", version: "1.0.0", manifest: { name: "test.other" } }])
+      const error = yield* Effect.flip((yield* fetcher(cache, { registry: reg.url })).fetch(["test.liar@1.0.0"]))
+      expect(error.message).toContain("the tarball holds test.other@1.0.0")
+      expect(yield* Effect.promise(() => Fs.readdir(cache))).toEqual([])
     }))
 
   it.scopedLive("a resource file that is not JSON is named", () =>
