@@ -1,0 +1,267 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Logger, Option } from "effect"
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs/promises"
+import * as Net from "node:net"
+import * as Path from "node:path"
+import { type FetcherOptions, make } from "../../src/packages/Fetcher.ts"
+import { closedPort, packageEntries, packageTgz, registry, resource, tempDir, writeFiles } from "./support.ts"
+
+const fetcher = (cacheDir: string, options: FetcherOptions) =>
+  make({ cacheDir, responseTimeout: "2 seconds", npmRegistry: Effect.succeedNone, ...options })
+
+/** Runs `effect` with its log lines collected instead of printed. */
+const logged = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const lines: Array<string> = []
+    const logger = Logger.make(({ message }) => lines.push(Array.isArray(message) ? message.join(" ") : String(message)))
+    const result = yield* effect.pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+    return [result, lines] as const
+  })
+
+const sha256 = (data: Buffer) => Crypto.createHash("sha256").update(data).digest("hex")
+
+describe("PackageFetcher", () => {
+  it.scopedLive("fetches name@version from an npm-protocol registry into the FHIR cache layout", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const reg = yield* registry([{ name: "test.pkg.a", version: "1.0.0" }])
+      const { packages, warnings } = yield* (yield* fetcher(cache, { registry: reg.url })).fetch(["test.pkg.a@1.0.0"])
+      expect(warnings).toEqual([])
+      expect(packages).toHaveLength(1)
+      const pkg = packages[0]!
+      expect(pkg).toMatchObject({ name: "test.pkg.a", version: "1.0.0", source: `registry ${reg.url}` })
+      expect(pkg.checksum).toBe(sha256(packageTgz({ name: "test.pkg.a", version: "1.0.0" })))
+      expect(pkg.manifest["fhirVersions"]).toEqual(["4.0.1"])
+      expect(pkg.resources.map((r) => [r.file, r.resource["resourceType"]])).toEqual([
+        ["SearchParameter-test.pkg.a-code.json", "SearchParameter"],
+        ["StructureDefinition-test.pkg.a.json", "StructureDefinition"]
+      ])
+      yield* Effect.promise(() => Fs.access(Path.join(cache, "test.pkg.a#1.0.0", "package", "package.json")))
+    }))
+
+  it.scopedLive("a cached package is not downloaded again and keeps its checksum", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const reg = yield* registry([{ name: "test.pkg.a", version: "1.0.0" }])
+      const first = yield* (yield* fetcher(cache, { registry: reg.url })).fetch(["test.pkg.a@1.0.0"])
+      const seen = reg.requests.length
+      expect(seen).toBe(2)
+      const second = yield* (yield* fetcher(cache, { registry: reg.url })).fetch(["test.pkg.a#1.0.0"])
+      expect(reg.requests.length).toBe(seen)
+      expect(second.packages[0]!.source).toBe("cache")
+      expect(second.packages[0]!.checksum).toBe(first.packages[0]!.checksum)
+      expect(second.packages[0]!.resources).toEqual(first.packages[0]!.resources)
+    }))
+
+  it.scopedLive("resolves dependencies with a semver range and returns them first", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const reg = yield* registry([
+        { name: "test.dep", version: "1.0.0" },
+        { name: "test.dep", version: "1.2.0" },
+        { name: "test.dep", version: "2.0.0" },
+        { name: "test.ig", version: "0.1.0", dependencies: { "test.dep": "^1.0.0" } }
+      ])
+      const { packages } = yield* (yield* fetcher(cache, { registry: reg.url })).fetch(["test.ig@0.1.0"])
+      expect(packages.map((p) => `${p.name}@${p.version}`)).toEqual(["test.dep@1.2.0", "test.ig@0.1.0"])
+      const latest = yield* (yield* fetcher(cache, { registry: reg.url })).fetch(["test.dep"])
+      expect(latest.packages[0]!.version).toBe("2.0.0")
+    }))
+
+  it.scopedLive("a dependency no source has is a warning naming it", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const reg = yield* registry([{ name: "test.ig", version: "0.1.0", dependencies: { "test.nowhere": "3.0.0" } }])
+      const { packages, warnings } = yield* (yield* fetcher(cache, { registry: reg.url })).fetch(["test.ig@0.1.0"])
+      expect(packages.map((p) => p.name)).toEqual(["test.ig"])
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toMatchObject({ package: "test.nowhere@3.0.0", requiredBy: "test.ig@0.1.0" })
+      expect(warnings[0]!.message).toContain(`registry ${reg.url}`)
+    }))
+
+  it.scopedLive("a tarball that fails its integrity check is refused and not cached", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const reg = yield* registry([
+        { name: "test.bad", version: "1.0.0", integrity: "wrong" },
+        { name: "test.sha1", version: "1.0.0", integrity: "shasum" }
+      ])
+      const f = yield* fetcher(cache, { registry: reg.url })
+      const error = yield* Effect.flip(f.fetch(["test.bad@1.0.0"]))
+      expect(error._tag).toBe("PackageIntegrityError")
+      expect(error.message).toContain("test.bad@1.0.0")
+      expect(error.message).toContain(`registry ${reg.url}`)
+      expect(yield* Effect.promise(() => Fs.readdir(cache))).toEqual([])
+      const ok = yield* f.fetch(["test.sha1@1.0.0"])
+      expect(ok.packages[0]!.name).toBe("test.sha1")
+    }))
+
+  it.scopedLive("an unreachable source is skipped quickly and the next one is used", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const port = yield* closedPort
+      const reg = yield* registry([{ name: "test.pkg.a", version: "1.0.0" }])
+      const started = performance.now()
+      const { packages } = yield* (yield* fetcher(cache, { registry: [`http://127.0.0.1:${port}`, reg.url] })).fetch(["test.pkg.a@1.0.0"])
+      expect(packages[0]!.source).toBe(`registry ${reg.url}`)
+      expect(performance.now() - started).toBeLessThan(5_000)
+    }))
+
+  it.scopedLive("a source that never answers is given up after the response timeout", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const reg = yield* registry([{ name: "test.pkg.a", version: "1.0.0" }])
+      // Accepts connections and never answers.
+      const server = Net.createServer(() => {})
+      const port = yield* Effect.promise(() =>
+        new Promise<number>((resolve) => server.listen(0, "127.0.0.1", () => resolve((server.address() as Net.AddressInfo).port)))
+      )
+      yield* Effect.addFinalizer(() => Effect.sync(() => server.close()))
+      const started = performance.now()
+      const { packages } = yield* (yield* fetcher(cache, { registry: [`http://127.0.0.1:${port}`, reg.url], responseTimeout: "500 millis" }))
+        .fetch(["test.pkg.a@1.0.0"])
+      expect(packages[0]!.source).toBe(`registry ${reg.url}`)
+      expect(performance.now() - started).toBeLessThan(3_000)
+    }))
+
+  it.scopedLive("the default chain moves past the FHIR registries to the registry npm is configured with", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const reg = yield* registry([{ name: "test.pkg.chain", version: "1.0.0" }])
+      const f = yield* make({ cacheDir: cache, responseTimeout: "3 seconds", npmRegistry: Effect.succeed(Option.some(reg.url)) })
+      const { packages } = yield* f.fetch(["test.pkg.chain@1.0.0"])
+      expect(packages[0]!.source).toBe(`registry ${reg.url}`)
+    }), 30_000)
+
+  it.scopedLive("a package that is not a FHIR package is refused", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const reg = yield* registry([{
+        name: "test.notfhir",
+        version: "1.0.0",
+        manifest: { fhirVersions: [] },
+        files: { "package/README.md": "hello", "package/data.json": "{\"a\":1}" }
+      }])
+      const error = yield* Effect.flip((yield* fetcher(cache, { registry: reg.url })).fetch(["test.notfhir@1.0.0"]))
+      expect(error._tag).toBe("NotAFhirPackage")
+      expect(error.message).toContain("test.notfhir@1.0.0")
+      expect(error.message).toContain("fhirVersions")
+      expect(yield* Effect.promise(() => Fs.readdir(cache))).toEqual([])
+    }))
+
+  it.scopedLive("a tarball holding another package than the one asked for is refused", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const reg = yield* registry([{ name: "test.liar", version: "1.0.0", manifest: { name: "test.other" } }])
+      const error = yield* Effect.flip((yield* fetcher(cache, { registry: reg.url })).fetch(["test.liar@1.0.0"]))
+      expect(error.message).toContain("the tarball holds test.other@1.0.0")
+      expect(yield* Effect.promise(() => Fs.readdir(cache))).toEqual([])
+    }))
+
+  it.scopedLive("a resource file that is not JSON is named", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const reg = yield* registry([{
+        name: "test.broken",
+        version: "1.0.0",
+        files: { "package/StructureDefinition-broken.json": "{ not json" }
+      }])
+      const error = yield* Effect.flip((yield* fetcher(cache, { registry: reg.url })).fetch(["test.broken@1.0.0"]))
+      expect(error._tag).toBe("ResourceNotJson")
+      expect(error.message).toContain("StructureDefinition-broken.json")
+      expect(error.message).toContain("test.broken@1.0.0")
+    }))
+
+  it.scopedLive("an unknown package lists every source tried", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const port = yield* closedPort
+      const reg = yield* registry([])
+      const error = yield* Effect.flip(
+        (yield* fetcher(cache, { registry: [reg.url, `http://127.0.0.1:${port}`] })).fetch(["test.unknown@1.0.0"])
+      )
+      expect(error._tag).toBe("PackageNotFound")
+      expect(error.message).toContain("test.unknown@1.0.0")
+      expect(error.message).toContain(`registry ${reg.url} (no such package)`)
+      expect(error.message).toContain(`registry http://127.0.0.1:${port} (`)
+    }))
+
+  it.scopedLive("the R4 examples package stands in for a missing R4 core package", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const examples = {
+        name: "hl7.fhir.r4.examples",
+        version: "4.0.1",
+        files: {
+          "package/StructureDefinition-Patient.json": resource("StructureDefinition", "Patient"),
+          "package/SearchParameter-Patient-name.json": resource("SearchParameter", "Patient-name", { base: ["Patient"] }),
+          "package/CodeSystem-gender.json": resource("CodeSystem", "administrative-gender"),
+          "package/Patient-example.json": resource("Patient", "example"),
+          "package/Bundle-b.json": JSON.stringify({ entry: [], resourceType: "Bundle" })
+        }
+      }
+      const reg = yield* registry([examples, { name: "test.ig", version: "1.0.0", dependencies: { "hl7.fhir.r4.core": "4.0.1" } }])
+      const [{ packages }, lines] = yield* logged((yield* fetcher(cache, { registry: reg.url })).fetch(["hl7.fhir.r4.core@4.0.1", "test.ig@1.0.0"]))
+      expect(lines).toContain(`hl7.fhir.r4.core@4.0.1 is not in registry ${reg.url}: its conformance resources are taken from hl7.fhir.r4.examples@4.0.1`)
+      expect(packages.map((p) => p.name)).toEqual(["hl7.fhir.r4.core", "test.ig"])
+      const core = packages[0]!
+      expect(core).toMatchObject({ version: "4.0.1", substitutedFrom: "hl7.fhir.r4.examples@4.0.1", source: `registry ${reg.url}` })
+      expect(core.resources.map((r) => r.resource["resourceType"]).sort()).toEqual(["CodeSystem", "SearchParameter", "StructureDefinition"])
+      const requests = reg.requests.length
+      const again = yield* (yield* fetcher(cache, { registry: reg.url })).fetch(["hl7.fhir.r4.core@4.0.1"])
+      expect(reg.requests.length).toBe(requests)
+      expect(again.packages[0]).toMatchObject({ name: "hl7.fhir.r4.core", substitutedFrom: "hl7.fhir.r4.examples@4.0.1", source: "cache" })
+    }))
+
+  it.scopedLive("a missing release default is an error, not a warning", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const reg = yield* registry([])
+      const error = yield* Effect.flip((yield* fetcher(cache, { registry: reg.url })).fetch(["hl7.fhir.r4.core@4.0.1"]))
+      expect(error._tag).toBe("PackageNotFound")
+    }))
+
+  it.scopedLive("loads a package from a mirror directory in each layout", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const mirror = yield* tempDir
+      yield* writeFiles(mirror, {
+        "test.npm/-/test.npm-1.0.0.tgz": packageTgz({ name: "test.npm", version: "1.0.0" }),
+        "test.hash#2.0.0.tgz": packageTgz({ name: "test.hash", version: "2.0.0" }),
+        ...Object.fromEntries(Object.entries(packageEntries({ name: "test.folder", version: "3.0.0" }))
+          .map(([file, content]) => [`test.folder#3.0.0/${file}`, content]))
+      })
+      const f = yield* fetcher(cache, { registry: mirror })
+      const { packages } = yield* f.fetch(["test.npm@1.0.0", "test.hash@^2", "test.folder@latest"])
+      expect(packages.map((p) => `${p.name}@${p.version}`)).toEqual(["test.npm@1.0.0", "test.hash@2.0.0", "test.folder@3.0.0"])
+      expect(packages.every((p) => p.source === `mirror ${mirror}` && p.resources.length === 2)).toBe(true)
+      const error = yield* Effect.flip(f.fetch(["test.absent@1.0.0"]))
+      expect(error.message).toContain(`mirror ${mirror} (no such package)`)
+    }))
+
+  it.scopedLive("loads a local .tgz and a directory; a missing path is named", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const dir = yield* tempDir
+      const tarball = packageTgz({ name: "test.file", version: "1.0.0" })
+      yield* writeFiles(dir, {
+        "ig.tgz": tarball,
+        ...Object.fromEntries(Object.entries(packageEntries({ name: "test.dir", version: "1.0.0" })).map(([f, c]) => [`ig/${f}`, c])),
+        ...Object.fromEntries(Object.entries(packageEntries({ name: "test.flat", version: "1.0.0" }))
+          .map(([f, c]) => [`flat/${f.replace(/^package\//, "")}`, c]))
+      })
+      const f = yield* fetcher(cache, { registry: [] })
+      const { packages } = yield* f.fetch([Path.join(dir, "ig.tgz"), Path.join(dir, "ig"), Path.join(dir, "flat")])
+      expect(packages.map((p) => [p.name, p.source])).toEqual([
+        ["test.file", `file ${Path.join(dir, "ig.tgz")}`],
+        ["test.dir", `directory ${Path.join(dir, "ig")}`],
+        ["test.flat", `directory ${Path.join(dir, "flat")}`]
+      ])
+      expect(packages[0]!.checksum).toBe(sha256(tarball))
+      expect(packages[1]!.checksum).toMatch(/^[0-9a-f]{64}$/)
+      const missing = yield* Effect.flip(f.fetch([Path.join(dir, "nope.tgz")]))
+      expect(missing._tag).toBe("PackagePathNotFound")
+      expect(missing.message).toContain("nope.tgz")
+    }))
+})
