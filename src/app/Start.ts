@@ -7,6 +7,10 @@ import { Context, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
 import type { AppConfig } from "../config/AppConfig.ts"
 import { Database, layer as databaseLayer } from "../db/Database.ts"
 import { migrate } from "../db/Migrations.ts"
+import { layer as catalogLayer } from "../catalog/CatalogService.ts"
+import { layer as fetcherLayer, optionsFromConfig } from "../packages/Fetcher.ts"
+import { layer as writerLayer, Writer } from "../store/Writer.ts"
+import { prepareConformance } from "./Conformance.ts"
 import { makePeerList } from "../http/ClientAddress.ts"
 import { cachedProbe, Readiness, Reasons } from "../http/Readiness.ts"
 import { type EdgeOptions, emptyServingApp, listen, type ListenOptions, ServingApp } from "../http/Server.ts"
@@ -50,10 +54,28 @@ export const start = (config: AppConfig) =>
     const db = Context.get(database, Database)
     yield* readiness.starting(Reasons.migrating)
     yield* migrate({ fhirVersion: config.fhir.version }).pipe(Effect.provide(database))
+    const store = yield* Layer.buildWithScope(
+      Layer.provideMerge(writerLayer, Layer.succeedContext(database)),
+      databaseScope
+    )
+    const writer = Context.get(store, Writer)
+
+    const catalog = yield* prepareConformance({
+      fhirVersion: config.fhir.version,
+      packages: config.conformance.packages
+    }).pipe(Effect.provide(fetcherLayer(optionsFromConfig(config.conformance))), Effect.provide(store))
+    yield* Layer.buildWithScope(catalogLayer(catalog), databaseScope)
 
     const probe = yield* cachedProbe(db.probe)
     yield* Ref.set(slot, Option.some(emptyServingApp))
-    yield* readiness.serving(probe, Effect.map(db.stats, (stats) => ({ database: stats })))
+    const details = Effect.gen(function*() {
+      return {
+        database: yield* db.stats,
+        commits: { since_start: yield* writer.commits, last_commit_ts: yield* writer.lastCommitTs },
+        catalog: { generation: catalog.generation, resource_types: catalog.resourceTypes.length }
+      }
+    })
+    yield* readiness.serving(probe, details)
     yield* Effect.logInfo("serving", { database: config.database.kind })
     return address
   })

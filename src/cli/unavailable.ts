@@ -16,7 +16,6 @@ interface Row {
 }
 
 const rows: ReadonlyArray<Row> = [
-  { flags: ["--package"], setting: "conformance.packages", what: "installing implementation guides", on: (c) => c.conformance.packages.length > 0 },
   { flags: ["--references"], setting: "conformance.reference_policy", what: "reference checks on write", on: (c) => c.conformance.reference_policy !== "strict" },
   { flags: ["--update-as-create"], setting: "conformance.update_as_create", what: "update as create", on: (c) => c.conformance.update_as_create },
   {

@@ -17,6 +17,8 @@ export const Reasons = {
   starting: "process is starting",
   openingDatabase: "opening the database",
   migrating: "applying database migrations",
+  installingPackages: "installing packages",
+  buildingCatalog: "building the conformance catalog",
   databaseFailed: "database query failed",
   databaseTimeout: "database query took more than 2 seconds",
   stopping: "process is stopping"

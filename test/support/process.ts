@@ -12,14 +12,24 @@ const root = fileURLToPath(new URL("../../", import.meta.url))
 const main = join(root, "src", "main.ts")
 const tsx = join(root, "node_modules", "tsx", "dist", "loader.mjs")
 
+/** Tiny stand-ins for the R4 release packages, so a started server installs in milliseconds and offline. */
+export const fixtureMirror = join(root, "test", "fixtures", "packages", "mirror")
+const packageCache = mkdtempSync(join(tmpdir(), "svc-test-cache-"))
+
 export interface RunOptions {
   readonly cwd?: string
   readonly env?: Record<string, string | undefined>
 }
 
-/** The environment of a test run without any SVC_ variable of the developer's shell. */
+/**
+ * The environment of a test run without any SVC_ variable of the developer's shell, with the
+ * package source pointed at the fixture mirror (a test may name another).
+ */
 const cleanEnv = (extra: Record<string, string | undefined> = {}): Record<string, string> => {
-  const env: Record<string, string> = {}
+  const env: Record<string, string> = {
+    SVC_CONFORMANCE_PACKAGE_REGISTRY: fixtureMirror,
+    SVC_CONFORMANCE_PACKAGE_CACHE: packageCache
+  }
   for (const [key, value] of Object.entries(process.env)) {
     if (!key.startsWith("SVC_") && value !== undefined) env[key] = value
   }

@@ -1,0 +1,66 @@
+/**
+ * Start-up's conformance step (spec: Command line rules 5-6): install the release defaults of
+ * `fhir.version` and the configured packages that the database does not have yet, then build the
+ * Catalog from the conformance resources stored in the database.
+ */
+import { Clock, Effect } from "effect"
+import { build, type Catalog } from "../catalog/Catalog.ts"
+import { Database } from "../db/Database.ts"
+import { r4ReleaseDefaults, PackageFetcher } from "../packages/Fetcher.ts"
+import { installPackage, isInstalled } from "../packages/Installer.ts"
+import { conformanceTypes } from "../packages/LoadedPackage.ts"
+import { parse } from "../packages/PackageSpec.ts"
+import { isExact } from "../packages/versions.ts"
+import { Readiness, Reasons } from "../http/Readiness.ts"
+import { currentOfTypes } from "../store/ResourceStore.ts"
+
+export const releaseDefaults = (fhirVersion: string): ReadonlyArray<string> => (fhirVersion === "r4" ? r4ReleaseDefaults : [])
+
+/** Whether the database already has the package a spec names exactly (a path or a range is fetched to know). */
+const alreadyInstalled = (text: string) =>
+  Effect.flatMap(parse(text), (spec) =>
+    spec._tag === "Named" && isExact(spec.version) ? isInstalled(spec.name, spec.version) : Effect.succeed(false))
+
+export const installConfiguredPackages = (specs: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const missing = yield* Effect.filter(specs, (spec) => Effect.map(alreadyInstalled(spec), (has) => !has))
+    if (missing.length === 0) return
+    const fetcher = yield* PackageFetcher
+    const result = yield* fetcher.fetch(missing)
+    for (const warning of result.warnings) {
+      yield* Effect.logWarning(warning.message, { package: warning.package, required_by: warning.requiredBy })
+    }
+    for (const pkg of result.packages) yield* installPackage(pkg)
+  })
+
+/** Every current conformance resource in the database, compiled. */
+export const buildCatalog = (generation: number) =>
+  Effect.gen(function*() {
+    const db = yield* Database
+    const started = yield* Clock.currentTimeMillis
+    const rows = yield* db.withReader((sql) => currentOfTypes(sql, [...conformanceTypes]))
+    const catalog = build(rows.map((row) => JSON.parse(row.content) as Record<string, unknown>), generation)
+    const finished = yield* Clock.currentTimeMillis
+    yield* Effect.logInfo("catalog built", {
+      generation,
+      resources: rows.length,
+      resource_types: catalog.resourceTypes.length,
+      problems: catalog.problems.length,
+      ms: finished - started
+    })
+    for (const problem of catalog.problems.slice(0, 20)) {
+      yield* Effect.logDebug("catalog problem", { ...problem })
+    }
+    return catalog
+  })
+
+export const prepareConformance = (options: { readonly fhirVersion: string; readonly packages: ReadonlyArray<string> }) =>
+  Effect.gen(function*() {
+    const readiness = yield* Readiness
+    yield* readiness.starting(Reasons.installingPackages)
+    yield* installConfiguredPackages([...releaseDefaults(options.fhirVersion), ...options.packages])
+    yield* readiness.starting(Reasons.buildingCatalog)
+    return yield* buildCatalog(1)
+  })
+
+export type { Catalog }
