@@ -83,7 +83,8 @@ export const readSecrets = (
 }
 
 // The password ends before the first "@", "/", "?" or "#", so a port is never taken for one.
-const USERINFO_PASSWORD = /([a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^\s:/?#@]*:)([^\s@/?#]*)@/g
+// A URL's user and password never hold quotes, commas or spaces unescaped, so a match cannot run across JSON fields.
+const USERINFO_PASSWORD = /([a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^\s:/?#@"',]*:)([^\s@/?#"',]*)@/g
 const QUERY_PASSWORD = /([?&]password=)([^&#\s]*)/gi
 
 /** Masks the password of a URL (user-info or libpq `password=` parameter); other text is left alone. */

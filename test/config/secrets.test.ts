@@ -26,6 +26,10 @@ describe("redactUrl", () => {
     expect(redactUrl("http://host:8080/path@x")).toBe("http://host:8080/path@x")
     expect(redactUrl("postgres://svc@db:5432/svc")).toBe("postgres://svc@db:5432/svc")
   })
+  it("does not run across the fields of a JSON log line", () => {
+    const line = JSON.stringify({ source: "registry https://registry.example.org", resources: 3032, from: "a.b@4.0.1" })
+    expect(redactUrl(line)).toBe(line)
+  })
   it("masks URLs inside a longer line", () => {
     expect(redactUrl("connecting to postgres://svc:p4ss@db/svc failed")).toBe("connecting to postgres://svc:***@db/svc failed")
   })
