@@ -5,26 +5,13 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Logger, LogLevel } from "effect"
-import { execFile } from "node:child_process"
-import * as Os from "node:os"
-import * as Path from "node:path"
-import { promisify } from "node:util"
 import { make, r4ReleaseDefaults } from "../../src/packages/Fetcher.ts"
+import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
 
-const registryUrl = process.env["npm_config_registry"] ??
-  await promisify(execFile)("npm", ["config", "get", "registry"], { timeout: 15_000 }).then((r) => r.stdout.trim(), () => undefined)
-const answers = registryUrl !== undefined &&
-  await fetch(`${registryUrl.replace(/\/+$/, "")}/hl7.terminology.r4`, { signal: AbortSignal.timeout(5_000) })
-    .then((r) => r.ok, () => false)
-const skip = !answers && process.env["CI"] !== "true"
-if (skip) console.warn("real FHIR package test skipped: no npm registry answers (set CI=true to make this a failure)")
-
-const cacheDir = Path.join(Os.tmpdir(), "svc-test-fhir-packages")
-
-describe.skipIf(skip)("the real R4 release defaults", () => {
+describe.skipIf(skipRealPackages)("the real R4 release defaults", () => {
   it.live("come from the npm registry, the core package taken from the R4 examples", () =>
     Effect.gen(function*() {
-      const fetcher = yield* make({ cacheDir, registry: registryUrl ?? "http://127.0.0.1:1", responseTimeout: "10 seconds" })
+      const fetcher = yield* make({ cacheDir: realPackageCache, registry: registryUrl ?? "http://127.0.0.1:1", responseTimeout: "10 seconds" })
       const { packages, warnings } = yield* fetcher.fetch(r4ReleaseDefaults)
       expect(packages.map((p) => `${p.name}@${p.version}`)).toEqual(["hl7.fhir.r4.core@4.0.1", "hl7.terminology.r4@7.0.1"])
       const [core, terminology] = packages
