@@ -7,7 +7,7 @@ import { Clock, Effect } from "effect"
 import { build, type Catalog } from "../catalog/Catalog.ts"
 import { Database } from "../db/Database.ts"
 import { r4ReleaseDefaults, PackageFetcher } from "../packages/Fetcher.ts"
-import { installPackage, isInstalled } from "../packages/Installer.ts"
+import { type InstallProgress, installPackage, isInstalled } from "../packages/Installer.ts"
 import { conformanceTypes } from "../packages/LoadedPackage.ts"
 import { parse } from "../packages/PackageSpec.ts"
 import { isExact } from "../packages/versions.ts"
@@ -21,7 +21,18 @@ const alreadyInstalled = (text: string) =>
   Effect.flatMap(parse(text), (spec) =>
     spec._tag === "Named" && isExact(spec.version) ? isInstalled(spec.name, spec.version) : Effect.succeed(false))
 
-export const installConfiguredPackages = (specs: ReadonlyArray<string>) =>
+/** A progress bar on standard error when it is a terminal; nothing otherwise (the log has a line per package). */
+export const terminalProgress = (stream: NodeJS.WriteStream): InstallProgress | undefined => {
+  if (!stream.isTTY) return undefined
+  return (pkg, done, total) => {
+    const width = 30
+    const filled = total === 0 ? width : Math.round((done / total) * width)
+    stream.write(`\r${pkg} [${"#".repeat(filled)}${" ".repeat(width - filled)}] ${done}/${total}`)
+    if (done === total) stream.write("\n")
+  }
+}
+
+export const installConfiguredPackages = (specs: ReadonlyArray<string>, progress?: InstallProgress) =>
   Effect.gen(function*() {
     const missing = yield* Effect.filter(specs, (spec) => Effect.map(alreadyInstalled(spec), (has) => !has))
     if (missing.length === 0) return
@@ -30,7 +41,7 @@ export const installConfiguredPackages = (specs: ReadonlyArray<string>) =>
     for (const warning of result.warnings) {
       yield* Effect.logWarning(warning.message, { package: warning.package, required_by: warning.requiredBy })
     }
-    for (const pkg of result.packages) yield* installPackage(pkg)
+    for (const pkg of result.packages) yield* installPackage(pkg, progress)
   })
 
 /** Every current conformance resource in the database, compiled. */
@@ -58,7 +69,10 @@ export const prepareConformance = (options: { readonly fhirVersion: string; read
   Effect.gen(function*() {
     const readiness = yield* Readiness
     yield* readiness.starting(Reasons.installingPackages)
-    yield* installConfiguredPackages([...releaseDefaults(options.fhirVersion), ...options.packages])
+    yield* installConfiguredPackages(
+      [...releaseDefaults(options.fhirVersion), ...options.packages],
+      terminalProgress(process.stderr)
+    )
     yield* readiness.starting(Reasons.buildingCatalog)
     return yield* buildCatalog(1)
   })

@@ -58,8 +58,16 @@ export interface InstallOutcome {
   readonly skipped: ReadonlyArray<string>
 }
 
+/** Told how far an install has got: resources written of the package's total. */
+export type InstallProgress = (pkg: string, done: number, total: number) => void
+
+const progressEvery = 250
+
 /** Installs one package unless the database has it already. */
-export const installPackage = (pkg: InstallablePackage): Effect.Effect<InstallOutcome, SqlError, Database | Writer> =>
+export const installPackage = (
+  pkg: InstallablePackage,
+  progress?: InstallProgress
+): Effect.Effect<InstallOutcome, SqlError, Database | Writer> =>
   Effect.gen(function*() {
     if (yield* isInstalled(pkg.name, pkg.version)) return { installed: false, resources: 0, skipped: [] }
     const { writer: sql } = yield* Database
@@ -77,9 +85,12 @@ export const installPackage = (pkg: InstallablePackage): Effect.Effect<InstallOu
     const usable = [...byKey.values()]
     const { commitTs } = yield* writer.commit((commitTs) =>
       Effect.gen(function*() {
-        for (const resource of usable) {
+        const label = `${pkg.name}@${pkg.version}`
+        for (const [index, resource] of usable.entries()) {
           yield* putVersion(sql, { type: String(resource["resourceType"]), id: String(resource["id"]), resource, commitTs })
+          if (progress && (index + 1) % progressEvery === 0) progress(label, index + 1, usable.length)
         }
+        progress?.(label, usable.length, usable.length)
         yield* sql`
           INSERT INTO svc_packages (name, version, source, checksum, substituted_from, resources, commit_ts, installed_at)
           VALUES (${pkg.name}, ${pkg.version}, ${pkg.source}, ${pkg.checksum}, ${pkg.substitutedFrom ?? null},

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Database, layer as databaseLayer } from "../../src/db/Database.ts"
 import { migrate } from "../../src/db/Migrations.ts"
+import { terminalProgress } from "../../src/app/Conformance.ts"
 import { installedPackages, installPackage, type InstallablePackage } from "../../src/packages/Installer.ts"
 import { currentOfTypes, readCurrent } from "../../src/store/ResourceStore.ts"
 import { layer as writerLayer, Writer } from "../../src/store/Writer.ts"
@@ -32,7 +33,9 @@ for (const backend of backends) {
   describe.skipIf(backend.skip)(`installing a package on ${backend.kind}`, () => {
     it.scoped("stores its resources as ordinary resources and records the package, once", () =>
       withStore(backend.kind, Effect.gen(function*() {
-        const first = yield* installPackage(sample)
+        const reported: Array<string> = []
+        const first = yield* installPackage(sample, (pkg, done, total) => reported.push(`${pkg} ${done}/${total}`))
+        expect(reported).toEqual(["example.fhir.test@1.0.0 2/2"])
         expect(first).toEqual({ installed: true, resources: 2, skipped: ["no-id.json"] })
         const again = yield* installPackage(sample)
         expect(again.installed).toBe(false)
@@ -51,3 +54,15 @@ for (const backend of backends) {
       })))
   })
 }
+
+describe("install progress on a terminal", () => {
+  it("draws a bar on a terminal and nothing elsewhere", () => {
+    const written: Array<string> = []
+    const tty = { isTTY: true, write: (text: string) => written.push(text) } as unknown as NodeJS.WriteStream
+    const bar = terminalProgress(tty)!
+    bar("p@1", 1, 2)
+    bar("p@1", 2, 2)
+    expect(written.join("")).toBe(`\rp@1 [${"#".repeat(15)}${" ".repeat(15)}] 1/2\rp@1 [${"#".repeat(30)}] 2/2\n`)
+    expect(terminalProgress({ isTTY: false } as unknown as NodeJS.WriteStream)).toBeUndefined()
+  })
+})
