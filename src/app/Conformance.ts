@@ -37,10 +37,8 @@ export const installConfiguredPackages = (specs: ReadonlyArray<string>, progress
     const missing = yield* Effect.filter(specs, (spec) => Effect.map(alreadyInstalled(spec), (has) => !has))
     if (missing.length === 0) return
     const fetcher = yield* PackageFetcher
+    // The fetcher logs its own warnings (missing dependencies).
     const result = yield* fetcher.fetch(missing)
-    for (const warning of result.warnings) {
-      yield* Effect.logWarning(warning.message, { package: warning.package, required_by: warning.requiredBy })
-    }
     for (const pkg of result.packages) yield* installPackage(pkg, progress)
   })
 

@@ -114,7 +114,8 @@ export const make = (options: FetcherOptions = {}) =>
         { ...pkg, name: core.name, version: core.version, substitutedFrom: examplesLabel }
       )
 
-    const resolveNamed = (name: string, wanted: string): Effect.Effect<LoadedPackage, PackageError> =>
+    /** `unreachable` holds the sources that did not answer earlier in the same fetch: they are not waited for again. */
+    const resolveNamed = (name: string, wanted: string, unreachable: Set<string>): Effect.Effect<LoadedPackage, PackageError> =>
       Effect.gen(function*() {
         const request = `${name}@${wanted}`
         const stands = name === core.name && wanted === core.version
@@ -128,10 +129,15 @@ export const make = (options: FetcherOptions = {}) =>
         }
         const tried: Array<string> = []
         for (const source of yield* sources) {
+          if (unreachable.has(source.label)) {
+            tried.push(`${source.label} (unreachable earlier)`)
+            continue
+          }
           const found = yield* source.lookup(name, wanted)
           if (found._tag === "Found") return yield* fetchFound(name, found, source)
           tried.push(`${source.label} (${found.reason})`)
           if (found._tag === "Unreachable") {
+            unreachable.add(source.label)
             yield* Effect.logWarning(`package source ${source.label} is unreachable (${found.reason}); trying the next`)
           } else if (stands) {
             const alt = yield* source.lookup(examples.name, examples.version)
@@ -155,6 +161,7 @@ export const make = (options: FetcherOptions = {}) =>
         const visiting = new Set<string>()
         const order: Array<LoadedPackage> = []
         const warnings: Array<PackageWarning> = []
+        const unreachable = new Set<string>()
 
         const dependencies = (pkg: LoadedPackage): Array<PackageSpec> =>
           Object.entries(pkg.manifest["dependencies"] ?? {})
@@ -176,7 +183,7 @@ export const make = (options: FetcherOptions = {}) =>
                 return
               }
             }
-            const result = yield* (spec._tag === "Path" ? loadPath(spec.path, limits) : resolveNamed(spec.name, spec.version)).pipe(
+            const result = yield* (spec._tag === "Path" ? loadPath(spec.path, limits) : resolveNamed(spec.name, spec.version, unreachable)).pipe(
               Effect.map(Option.some),
               Effect.catchTag("PackageNotFound", (error) =>
                 requiredBy === undefined
