@@ -26,9 +26,8 @@ const patientParameters = [
 const inheritedParameters = ["_content", "_id", "_lastUpdated", "_profile", "_query", "_security", "_source", "_tag", "_text"]
 
 describe("the catalog of the R4 core conformance resources", () => {
-  it("builds in well under a second and knows every concrete resource type", (context) => {
+  it("knows every concrete resource type", (context) => {
     if (resources === undefined) return context.skip()
-    expect(buildMillis).toBeLessThan(1000)
     expect(catalog.fhirVersion).toBe("4.0.1")
     expect(catalog.resourceTypes.length).toBeGreaterThanOrEqual(145)
     for (const type of ["Patient", "Observation", "Bundle", "Binary", "Parameters", "CodeSystem"]) {

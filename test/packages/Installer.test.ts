@@ -1,21 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
-import { Database, layer as databaseLayer } from "../../src/db/Database.ts"
-import { migrate } from "../../src/db/Migrations.ts"
+import { Effect } from "effect"
+import { Database } from "../../src/db/Database.ts"
 import { terminalProgress } from "../../src/app/Conformance.ts"
 import { installedPackages, installPackage, type InstallablePackage } from "../../src/packages/Installer.ts"
 import { currentOfTypes, readCurrent } from "../../src/store/ResourceStore.ts"
-import { layer as writerLayer, Writer } from "../../src/store/Writer.ts"
-import { backends, freshDatabase } from "../support/backends.ts"
+import { backends } from "../support/backends.ts"
+import { withStore } from "../support/store.ts"
 
-const withStore = <A, E>(kind: (typeof backends)[number]["kind"], body: Effect.Effect<A, E, Writer | Database>) =>
-  Effect.gen(function*() {
-    const options = yield* freshDatabase(kind)
-    const database = yield* Layer.build(databaseLayer(options))
-    yield* migrate({ fhirVersion: "r4" }).pipe(Effect.provide(database))
-    const writer = yield* Layer.build(writerLayer.pipe(Layer.provide(Layer.succeedContext(database))))
-    return yield* body.pipe(Effect.provide(database), Effect.provide(writer))
-  })
 
 const sample: InstallablePackage = {
   name: "example.fhir.test",

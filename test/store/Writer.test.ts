@@ -1,19 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, TestClock } from "effect"
-import { Database, layer as databaseLayer } from "../../src/db/Database.ts"
-import { migrate } from "../../src/db/Migrations.ts"
+import { Effect, TestClock } from "effect"
+import { Database } from "../../src/db/Database.ts"
 import { currentOfTypes, putVersion, readCurrent } from "../../src/store/ResourceStore.ts"
-import { layer as writerLayer, nextCommitTs, Writer } from "../../src/store/Writer.ts"
-import { backends, freshDatabase } from "../support/backends.ts"
+import { nextCommitTs, Writer } from "../../src/store/Writer.ts"
+import { backends } from "../support/backends.ts"
+import { withStore } from "../support/store.ts"
 
-const withStore = <A, E>(kind: (typeof backends)[number]["kind"], body: Effect.Effect<A, E, Writer | Database>) =>
-  Effect.gen(function*() {
-    const options = yield* freshDatabase(kind)
-    const database = yield* Layer.build(databaseLayer(options))
-    yield* migrate({ fhirVersion: "r4" }).pipe(Effect.provide(database))
-    const writer = yield* Layer.build(writerLayer.pipe(Layer.provide(Layer.succeedContext(database))))
-    return yield* body.pipe(Effect.provide(database), Effect.provide(writer))
-  })
 
 describe("commit timestamps", () => {
   it("follow the clock, and step past the last one when the clock has not moved on", () => {

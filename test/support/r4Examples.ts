@@ -12,6 +12,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { promisify } from "node:util"
+import { conformanceTypes } from "../../src/packages/LoadedPackage.ts"
 
 const run = promisify(execFile)
 
@@ -19,17 +20,6 @@ const spec = "hl7.fhir.r4.examples@4.0.1"
 const tarball = "hl7.fhir.r4.examples-4.0.1.tgz"
 export const cacheDir = join(tmpdir(), "svc-test-packages")
 
-export const conformanceTypes = [
-  "StructureDefinition",
-  "SearchParameter",
-  "CompartmentDefinition",
-  "OperationDefinition",
-  "CodeSystem",
-  "ValueSet",
-  "ConceptMap",
-  "NamingSystem",
-  "CapabilityStatement"
-] as const
 
 /** Renames `from` to `to` unless another run got there first. */
 const publish = async (from: string, to: string): Promise<void> => {

@@ -1,5 +1,5 @@
 /**
- * A mirror directory. A package `name@version` is found as any of
+ * A mirror directory. A package `name@version` is found in one of these layouts
  *   <dir>/<name>#<version>/package/package.json   (the FHIR package-cache layout; used in place)
  *   <dir>/<name>#<version>.tgz
  *   <dir>/<name>/-/<name>-<version>.tgz           (the npm registry layout)
