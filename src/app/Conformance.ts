@@ -12,7 +12,7 @@ import { conformanceTypes } from "../packages/LoadedPackage.ts"
 import { parse } from "../packages/PackageSpec.ts"
 import { isExact } from "../packages/versions.ts"
 import { Readiness, Reasons } from "../http/Readiness.ts"
-import { currentOfTypes } from "../store/ResourceStore.ts"
+import { currentOfTypes } from "../store/reads.ts"
 
 export const releaseDefaults = (fhirVersion: string): ReadonlyArray<string> => (fhirVersion === "r4" ? r4ReleaseDefaults : [])
 

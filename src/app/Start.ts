@@ -13,7 +13,10 @@ import { layer as writerLayer, Writer } from "../store/Writer.ts"
 import { prepareConformance } from "./Conformance.ts"
 import { makePeerList } from "../http/ClientAddress.ts"
 import { cachedProbe, Readiness, Reasons } from "../http/Readiness.ts"
+import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { type EdgeOptions, emptyServingApp, listen, type ListenOptions, ServingApp } from "../http/Server.ts"
+import * as FhirApp from "../rest/FhirApp.ts"
+import { basePath, RestSettings } from "../rest/Rest.ts"
 import { parseBind } from "../config/Setting.ts"
 
 export const edgeOptions = (config: AppConfig): EdgeOptions => ({
@@ -35,6 +38,11 @@ const listenAddress = (bind: string): ListenOptions => {
   const parsed = parseBind(bind) ?? { host: bind, port: Number.NaN }
   return { host: parsed.host.replace(/^\[(.*)\]$/, "$1"), port: parsed.port }
 }
+
+/** FHIR paths go to the FHIR app; anything else is a 404 OperationOutcome. */
+const routeByPrefix = <E>(fhir: Effect.Effect<HttpServerResponse.HttpServerResponse, E, HttpServerRequest.HttpServerRequest>) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    request.url === basePath || request.url.startsWith(`${basePath}/`) || request.url.startsWith(`${basePath}?`) ? fhir : emptyServingApp)
 
 /** Runs the server until interrupted; fails when listening, opening or migrating fails. */
 export const start = (config: AppConfig) =>
@@ -64,10 +72,15 @@ export const start = (config: AppConfig) =>
       fhirVersion: config.fhir.version,
       packages: config.conformance.packages
     }).pipe(Effect.provide(fetcherLayer(optionsFromConfig(config.conformance))), Effect.provide(store))
-    yield* Layer.buildWithScope(catalogLayer(catalog), databaseScope)
+    const catalogContext = yield* Layer.buildWithScope(catalogLayer(catalog), databaseScope)
+    const services = Context.merge(store, catalogContext).pipe(
+      Context.add(RestSettings, { publicUrl: config.server.public_url, updateAsCreate: config.conformance.update_as_create })
+    )
+    const fhir = yield* FhirApp.make({ maxBodyBytes: config.server.max_body_bytes }).pipe(Effect.provide(services))
+    const app = routeByPrefix(fhir.pipe(Effect.provide(services)))
 
     const probe = yield* cachedProbe(db.probe)
-    yield* Ref.set(slot, Option.some(emptyServingApp))
+    yield* Ref.set(slot, Option.some(app))
     const details = Effect.gen(function*() {
       return {
         database: yield* db.stats,

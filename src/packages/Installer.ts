@@ -83,11 +83,14 @@ export const installPackage = (
       else skipped.push(file)
     }
     const usable = [...byKey.values()]
-    const { commitTs } = yield* writer.commit((commitTs) =>
+    const { commitTs } = yield* writer.commit(({ commitTs, record }) =>
       Effect.gen(function*() {
         const label = `${pkg.name}@${pkg.version}`
         for (const [index, resource] of usable.entries()) {
-          yield* putVersion(sql, { type: String(resource["resourceType"]), id: String(resource["id"]), resource, commitTs })
+          const type = String(resource["resourceType"])
+          const id = String(resource["id"])
+          const stored = yield* putVersion(sql, { type, id, resource, commitTs })
+          record({ type, id, version: stored.version, op: stored.version === 1 ? "create" : "update" })
           if (progress && (index + 1) % progressEvery === 0) progress(label, index + 1, usable.length)
         }
         progress?.(label, usable.length, usable.length)

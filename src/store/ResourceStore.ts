@@ -60,19 +60,27 @@ export const putVersion = (
     return { rkey: Number(row.rkey), version: row.version, content }
   })
 
-/** The current, not deleted, version's text of every resource of the given types. */
-export const currentOfTypes = (sql: SqlClient.SqlClient, types: ReadonlyArray<string>) =>
-  sql<{ readonly type: string; readonly content: string }>`
-    SELECT r.type, v.content
-    FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
-    WHERE ${sql.in("r.type", types)} AND NOT r.deleted`
-
-/** The current version of `type/id`, or undefined; a deleted resource has `content` null. */
-export const readCurrent = (sql: SqlClient.SqlClient, type: string, id: string) =>
-  Effect.map(
-    sql<{ readonly version: number; readonly deleted: number | boolean; readonly content: string | null }>`
-      SELECT r.version, r.deleted, v.content
-      FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
-      WHERE r.type = ${type} AND r.id = ${id}`,
-    (rows) => rows[0]
-  )
+/**
+ * Marks `type/id` deleted with a new version that has no content. Undefined when the resource never
+ * existed; the current version unchanged when it is deleted already (deleting twice adds nothing).
+ */
+export const deleteResource = (
+  sql: SqlClient.SqlClient,
+  input: { readonly type: string; readonly id: string; readonly commitTs: number }
+): Effect.Effect<{ readonly rkey: number; readonly version: number; readonly changed: boolean } | undefined, SqlError> =>
+  Effect.gen(function*() {
+    const rows = yield* sql<{ readonly rkey: number | string; readonly version: number; readonly deleted: number | boolean }>`
+      SELECT rkey, version, deleted FROM resources WHERE type = ${input.type} AND id = ${input.id}`
+    const row = rows[0]
+    if (row === undefined) return undefined
+    if (row.deleted === true || row.deleted === 1) return { rkey: Number(row.rkey), version: row.version, changed: false }
+    const version = row.version + 1
+    yield* sql`
+      UPDATE resources SET version = ${version}, commit_ts = ${input.commitTs},
+        deleted = ${sql.onDialectOrElse({ pg: () => true, orElse: () => 1 })}
+      WHERE rkey = ${row.rkey}`
+    yield* sql`
+      INSERT INTO resource_versions (rkey, version, commit_ts, op, content)
+      VALUES (${row.rkey}, ${version}, ${input.commitTs}, ${"delete"}, ${null})`
+    return { rkey: Number(row.rkey), version, changed: true }
+  })

@@ -1,22 +1,42 @@
 /**
  * The Writer (ARCHITECTURE.md, A request's way): every write of a primary goes through it. A command
- * runs in one database transaction with the next commit timestamp: microseconds since the epoch,
- * strictly increasing per database.
+ * runs alone, in one database transaction, with the next commit timestamp (microseconds since the
+ * epoch, strictly increasing per database); after the commit the Writer publishes what changed.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Context, Effect, Layer, Ref } from "effect"
+import { Clock, Context, Effect, Layer, PubSub, Ref } from "effect"
 import { Database } from "../db/Database.ts"
+import type { Operation } from "./ResourceStore.ts"
 
-export interface Committed<A> {
+export interface Change {
+  readonly type: string
+  readonly id: string
+  readonly version: number
+  readonly op: Operation
+}
+
+/** Published after each commit: subscriptions, `/sync`, catalog reloads and replicas follow it. */
+export interface Committed {
+  readonly commitTs: number
+  readonly changes: ReadonlyArray<Change>
+}
+
+export interface CommitContext {
+  readonly commitTs: number
+  /** Notes a change for the `Committed` event; nothing is published when the command fails. */
+  readonly record: (change: Change) => void
+}
+
+export interface Result<A> {
   readonly value: A
   readonly commitTs: number
 }
 
 export class Writer extends Context.Tag("svc/store/Writer")<Writer, {
-  /** Runs `command` alone, in one transaction, with the commit timestamp it will carry. */
   readonly commit: <A, E, R>(
-    command: (commitTs: number) => Effect.Effect<A, E, R>
-  ) => Effect.Effect<Committed<A>, E | SqlError, R>
+    command: (context: CommitContext) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<Result<A>, E | SqlError, R>
+  readonly committed: PubSub.PubSub<Committed>
   /** The timestamp of the last commit (0 for an empty database). */
   readonly lastCommitTs: Effect.Effect<number>
   /** Commits since the process started. */
@@ -37,20 +57,23 @@ export const make = Effect.gen(function*() {
   const last = yield* Ref.make(Number(rows[0]?.ts ?? 0))
   const count = yield* Ref.make(0)
   const lock = yield* Effect.makeSemaphore(1)
+  const committed = yield* PubSub.unbounded<Committed>()
 
-  const commit = <A, E, R>(command: (commitTs: number) => Effect.Effect<A, E, R>) =>
+  const commit = <A, E, R>(command: (context: CommitContext) => Effect.Effect<A, E, R>) =>
     lock.withPermits(1)(
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeNanos
         const commitTs = nextCommitTs(Number(now / 1000n), yield* Ref.get(last))
-        const value = yield* sql.withTransaction(command(commitTs))
+        const changes: Array<Change> = []
+        const value = yield* sql.withTransaction(command({ commitTs, record: (change) => void changes.push(change) }))
         yield* Ref.set(last, commitTs)
         yield* Ref.update(count, (n) => n + 1)
+        if (changes.length > 0) yield* PubSub.publish(committed, { commitTs, changes })
         return { value, commitTs }
       })
     )
 
-  return Writer.of({ commit, lastCommitTs: Ref.get(last), commits: Ref.get(count) })
+  return Writer.of({ commit, committed, lastCommitTs: Ref.get(last), commits: Ref.get(count) })
 })
 
 export const layer = Layer.effect(Writer, make)

@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { Database } from "../../src/db/Database.ts"
 import { terminalProgress } from "../../src/app/Conformance.ts"
 import { installedPackages, installPackage, type InstallablePackage } from "../../src/packages/Installer.ts"
-import { currentOfTypes, readCurrent } from "../../src/store/ResourceStore.ts"
+import { currentOfTypes, readCurrent } from "../../src/store/reads.ts"
 import { backends } from "../support/backends.ts"
 import { withStore } from "../support/store.ts"
 

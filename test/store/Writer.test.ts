@@ -1,7 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { Database } from "../../src/db/Database.ts"
-import { currentOfTypes, putVersion, readCurrent } from "../../src/store/ResourceStore.ts"
+import { putVersion } from "../../src/store/ResourceStore.ts"
+import { currentOfTypes, readCurrent } from "../../src/store/reads.ts"
 import { nextCommitTs, Writer } from "../../src/store/Writer.ts"
 import { backends } from "../support/backends.ts"
 import { withStore } from "../support/store.ts"
@@ -22,8 +23,8 @@ for (const backend of backends) {
         yield* TestClock.setTime(1_700_000_000_000)
         const writer = yield* Writer
         const { writer: sql } = yield* Database
-        const first = yield* writer.commit((ts) => putVersion(sql, { type: "Basic", id: "a", resource: { resourceType: "Basic", id: "ignored", code: { text: "x" } }, commitTs: ts }))
-        const second = yield* writer.commit((ts) => putVersion(sql, { type: "Basic", id: "a", resource: { resourceType: "Basic", code: { text: "y" } }, commitTs: ts }))
+        const first = yield* writer.commit(({ commitTs: ts }) => putVersion(sql, { type: "Basic", id: "a", resource: { resourceType: "Basic", id: "ignored", code: { text: "x" } }, commitTs: ts }))
+        const second = yield* writer.commit(({ commitTs: ts }) => putVersion(sql, { type: "Basic", id: "a", resource: { resourceType: "Basic", code: { text: "y" } }, commitTs: ts }))
         expect(first.commitTs).toBe(1_700_000_000_000_000)
         expect(second.commitTs).toBe(first.commitTs + 1)
         expect(second.value.version).toBe(2)
@@ -43,7 +44,7 @@ for (const backend of backends) {
       withStore(backend.kind, Effect.gen(function*() {
         const writer = yield* Writer
         const { writer: sql } = yield* Database
-        const failed = yield* writer.commit((ts) =>
+        const failed = yield* writer.commit(({ commitTs: ts }) =>
           putVersion(sql, { type: "Basic", id: "b", resource: { resourceType: "Basic" }, commitTs: ts }).pipe(
             Effect.zipRight(Effect.fail("stop" as const))
           )

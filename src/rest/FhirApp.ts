@@ -1,0 +1,125 @@
+/**
+ * The FHIR REST API under `/fhir` (https://hl7.org/fhir/R4/http.html): one route table, negotiation,
+ * and one place where errors become OperationOutcomes.
+ */
+import { HttpServerRequest } from "@effect/platform"
+import { Clock, Effect, Ref } from "effect"
+import type { Catalog } from "../catalog/Catalog.ts"
+import { CatalogService } from "../catalog/CatalogService.ts"
+import { instantOf } from "../store/ResourceStore.ts"
+import { capabilityStatement } from "./capabilities.ts"
+import { fail, FhirError } from "./FhirError.ts"
+import type { FhirRequest } from "./FhirRequest.ts"
+import { negotiate } from "./Format.ts"
+import { history } from "./history.ts"
+import { patch } from "./patch.ts"
+import { read, vread } from "./read.ts"
+import { readResource } from "./RequestBody.ts"
+import { basePath, baseUrl, RestSettings } from "./Rest.ts"
+import { errorResponse, resourceBody } from "./respond.ts"
+import { create, remove, update } from "./write.ts"
+
+const notImplemented = (what: string) => Effect.fail(fail("not-supported", `${what} is not available in this build yet`, 501))
+
+const methodNotAllowed = (method: string, path: string) =>
+  Effect.fail(fail("not-supported", `${method} is not allowed on ${path}`, 405))
+
+const route = (request: FhirRequest, segments: ReadonlyArray<string>, capabilities: (catalog: Catalog) => Effect.Effect<string>) => {
+  const method = request.http.method === "HEAD" ? "GET" : request.http.method
+  const path = `${basePath}/${segments.join("/")}`
+  const [first, second, third, fourth, ...rest] = segments
+  if (rest.length > 0) return Effect.fail(fail("not-found", `no route for ${path}`))
+  if (first === undefined) return method === "POST" ? notImplemented("batch and transaction Bundles") : methodNotAllowed(method, path)
+  if (first === "metadata" && second === undefined) {
+    return method === "GET"
+      ? Effect.map(capabilities(request.catalog), (text) => resourceBody(text, request.negotiated, request.catalog))
+      : methodNotAllowed(method, path)
+  }
+  if (first === "_history" && second === undefined) return method === "GET" ? history(request, {}) : methodNotAllowed(method, path)
+  if (first.startsWith("$") || second?.startsWith("$") || third?.startsWith("$")) return notImplemented(`the operation in ${path}`)
+  if (!request.catalog.isResourceType(first)) return Effect.fail(fail("not-found", `${first} is not a resource type this server knows`))
+  const type = first
+  if (second === undefined) {
+    if (method === "POST") return Effect.flatMap(readResource(request.http, request.maxBodyBytes, request.catalog), (body) => create(request, type, body))
+    return method === "GET" ? notImplemented("search") : methodNotAllowed(method, path)
+  }
+  if (second === "_history" && third === undefined) return method === "GET" ? history(request, { type }) : methodNotAllowed(method, path)
+  if (second === "_search") return notImplemented("search")
+  const id = second
+  if (third === undefined) {
+    switch (method) {
+      case "GET":
+        return read(request, type, id)
+      case "PUT":
+        return Effect.flatMap(readResource(request.http, request.maxBodyBytes, request.catalog), (body) => update(request, type, id, body))
+      case "PATCH":
+        return patch(request, type, id)
+      case "DELETE":
+        return remove(request, type, id)
+      default:
+        return methodNotAllowed(method, path)
+    }
+  }
+  if (third === "_history") {
+    if (method !== "GET") return methodNotAllowed(method, path)
+    return fourth === undefined ? history(request, { type, id }) : vread(request, type, id, fourth)
+  }
+  return Effect.fail(fail("not-found", `no route for ${path}`))
+}
+
+const decodeSegments = (path: string): ReadonlyArray<string> | FhirError => {
+  try {
+    return path.split("/").filter((segment) => segment !== "").map(decodeURIComponent)
+  } catch {
+    return fail("invalid", `the path ${path} is not correctly percent-encoded`)
+  }
+}
+
+/** The FHIR app; it answers every path under `/fhir`. */
+export const make = (options: { readonly maxBodyBytes: number }) =>
+  Effect.gen(function*() {
+    const cached = yield* Ref.make<{ readonly generation: number; readonly text: string } | undefined>(undefined)
+    const settings = yield* RestSettings
+
+    const capabilities = (catalog: Catalog) =>
+      Effect.gen(function*() {
+        const hit = yield* Ref.get(cached)
+        if (hit?.generation === catalog.generation) return hit.text
+        const now = yield* Clock.currentTimeMillis
+        const text = JSON.stringify(capabilityStatement(catalog, {
+          base: baseUrl(settings.publicUrl, undefined),
+          updateAsCreate: settings.updateAsCreate,
+          date: instantOf(now * 1000)
+        }))
+        yield* Ref.set(cached, { generation: catalog.generation, text })
+        return text
+      })
+
+    return Effect.gen(function*() {
+      const http = yield* HttpServerRequest.HttpServerRequest
+      const catalog = yield* CatalogService.pipe(Effect.flatMap((service) => service.get))
+      const queryAt = http.url.indexOf("?")
+      const path = queryAt === -1 ? http.url : http.url.slice(0, queryAt)
+      const params = new URLSearchParams(queryAt === -1 ? "" : http.url.slice(queryAt + 1))
+      const negotiated = negotiate(params, http.headers["accept"])
+      const fallback = { format: "json" as const, pretty: false }
+      if (negotiated instanceof FhirError) return errorResponse(negotiated, fallback, catalog)
+      const segments = decodeSegments(path.slice(basePath.length))
+      if (segments instanceof FhirError) return errorResponse(segments, negotiated, catalog)
+      const request: FhirRequest = {
+        http,
+        params,
+        negotiated,
+        base: baseUrl(settings.publicUrl, http.headers["host"]),
+        catalog,
+        maxBodyBytes: options.maxBodyBytes
+      }
+      return yield* route(request, segments, capabilities).pipe(
+        Effect.catchTag("FhirError", (error) => Effect.succeed(errorResponse(error, negotiated, catalog))),
+        Effect.catchTag("SqlError", (error) =>
+          Effect.logError("database error", error.cause).pipe(
+            Effect.as(errorResponse(fail("exception", "the database failed to answer this request; see the server log"), negotiated, catalog))
+          ))
+      )
+    })
+  })

@@ -1,0 +1,16 @@
+/** A FHIR request as the interactions see it: the route's parts, the query, the negotiated format, the base. */
+import type { HttpServerRequest } from "@effect/platform"
+import type { Catalog } from "../catalog/Catalog.ts"
+import type { Negotiated } from "./Format.ts"
+
+export interface FhirRequest {
+  readonly http: HttpServerRequest.HttpServerRequest
+  readonly params: URLSearchParams
+  readonly negotiated: Negotiated
+  /** `[base]`, e.g. `http://127.0.0.1:8080/fhir`. */
+  readonly base: string
+  readonly catalog: Catalog
+  readonly maxBodyBytes: number
+}
+
+export const header = (request: FhirRequest, name: string): string | undefined => request.http.headers[name]

@@ -1,0 +1,56 @@
+/** Reading a FHIR request body: size limit (413), UTF-8, JSON or XML of a resource (400 with the reason). */
+import { HttpServerRequest } from "@effect/platform"
+import { Effect } from "effect"
+import type { Catalog } from "../catalog/Catalog.ts"
+import { fail, type FhirError } from "./FhirError.ts"
+import { bodyFormat } from "./Format.ts"
+import { parseXml } from "./xmlBridge.ts"
+
+const decoder = new TextDecoder("utf-8", { fatal: true })
+
+/** The body's text; 413 beyond `maxBytes`, 400 when it is not UTF-8. */
+export const bodyText = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): Effect.Effect<string, FhirError> => {
+  const declared = Number(request.headers["content-length"] ?? "0")
+  if (declared > maxBytes) return Effect.fail(fail("too-costly", `the request body has ${declared} bytes; the limit is ${maxBytes}`, 413))
+  return request.arrayBuffer.pipe(
+    Effect.mapError((error) =>
+      String(error.cause ?? error).includes("maxBytes exceeded")
+        ? fail("too-costly", `the request body is larger than the limit of ${maxBytes} bytes`, 413)
+        : fail("structure", "the request body could not be read")
+    ),
+    Effect.flatMap((buffer) =>
+      Effect.try({
+        try: () => decoder.decode(buffer),
+        catch: () => fail("structure", "the request body is not UTF-8 text")
+      })
+    )
+  )
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** A JSON value, or a 400 saying where the JSON breaks. */
+export const parseJson = (text: string): Effect.Effect<unknown, FhirError> =>
+  Effect.try({
+    try: () => JSON.parse(text) as unknown,
+    catch: (error) => fail("structure", `the body is not valid JSON: ${error instanceof Error ? error.message : String(error)}`)
+  })
+
+/** A resource from a create/update body, in JSON or XML by Content-Type (415 for others). */
+export const readResource = (
+  request: HttpServerRequest.HttpServerRequest,
+  maxBytes: number,
+  catalog: Catalog
+): Effect.Effect<Record<string, unknown>, FhirError> =>
+  Effect.gen(function*() {
+    const format = bodyFormat(request.headers["content-type"])
+    if (format === undefined || format === "json-patch") {
+      return yield* fail("not-supported", `Content-Type ${request.headers["content-type"]} is not supported here: use application/fhir+json or application/fhir+xml`, 415)
+    }
+    const text = yield* bodyText(request, maxBytes)
+    if (text.trim() === "") return yield* fail("required", "the request has no body; a resource is expected")
+    const value = format === "xml" ? yield* parseXml(text, catalog) : yield* parseJson(text)
+    if (!isObject(value)) return yield* fail("structure", "the body must be a JSON object holding a resource")
+    return value
+  })

@@ -1,0 +1,17 @@
+/** What the FHIR interactions need besides the database: the base URL rule and the write settings. */
+import { Context } from "effect"
+
+export class RestSettings extends Context.Tag("svc/rest/RestSettings")<RestSettings, {
+  /** `server.public_url`; without it the base is taken from the request's Host. */
+  readonly publicUrl: string | undefined
+  /** `conformance.update_as_create`. */
+  readonly updateAsCreate: boolean
+}>() {}
+
+export const basePath = "/fhir"
+
+/** `[base]` of a request: the public URL, or `http://<Host>/fhir`. */
+export const baseUrl = (publicUrl: string | undefined, host: string | undefined): string =>
+  publicUrl !== undefined
+    ? `${publicUrl.replace(/\/+$/, "")}${basePath}`
+    : `http://${host ?? "localhost"}${basePath}`

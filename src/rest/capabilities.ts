@@ -1,0 +1,47 @@
+/**
+ * `/metadata` (https://hl7.org/fhir/R4/capabilitystatement.html): built from the catalog, once per
+ * catalog generation. `rest.documentation` states the search rules and limits (spec: FHIR API).
+ */
+import type { Catalog } from "../catalog/Catalog.ts"
+import { buildVersion } from "../version.ts"
+import { maxCount } from "./history.ts"
+
+export const searchDocumentation = [
+  "Search: a comma between the values of one parameter means OR, for ids and every parameter type; `\\,` is a literal comma; one value lists at most 1000 alternatives.",
+  "A parameter given more than once is AND, in a query string, in a Bundle entry URL and in Subscription criteria.",
+  "`_include:iterate` and `_revinclude:iterate` apply to the matches and to the resources already added until none is added; more than 1000 added resources is a 400.",
+  "A search parameter value that cannot be read is a 400 OperationOutcome naming the parameter, the value and what was expected; `Prefer: handling=lenient` sets it aside with a warning.",
+  `Paging: _count defaults to 20 and is at most ${maxCount}. Request bodies are limited to server.max_body_bytes (16 MiB by default).`
+].join("\n")
+
+const interactions = ["read", "vread", "update", "patch", "delete", "history-instance", "history-type", "create"]
+
+/** The CapabilityStatement of this server for `catalog`, as JSON. */
+export const capabilityStatement = (catalog: Catalog, options: { readonly base: string; readonly updateAsCreate: boolean; readonly date: string }) => ({
+  resourceType: "CapabilityStatement",
+  status: "active",
+  date: options.date,
+  kind: "instance",
+  software: { name: "svc", version: buildVersion },
+  implementation: { description: "svc FHIR R4 server", url: options.base },
+  fhirVersion: catalog.fhirVersion,
+  format: ["application/fhir+json", "application/fhir+xml"],
+  patchFormat: ["application/json-patch+json", "application/fhir+json"],
+  rest: [{
+    mode: "server",
+    documentation: searchDocumentation,
+    interaction: [{ code: "history-system" }],
+    resource: catalog.resourceTypes.map((type) => ({
+      type,
+      ...(catalog.structureDefinitionForType(type)?.url ? { profile: catalog.structureDefinitionForType(type)!.url } : {}),
+      interaction: interactions.map((code) => ({ code })),
+      versioning: "versioned-update",
+      readHistory: true,
+      updateCreate: options.updateAsCreate,
+      conditionalCreate: false,
+      conditionalUpdate: false,
+      conditionalDelete: "not-supported"
+      // searchParam and operation are listed as search and the operations are served.
+    }))
+  }]
+})

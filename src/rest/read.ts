@@ -1,0 +1,46 @@
+/** read and vread (https://hl7.org/fhir/R4/http.html#read, #vread). */
+import { HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+import { Database } from "../db/Database.ts"
+import { readCurrent, readVersion, type VersionRow } from "../store/reads.ts"
+import { fail } from "./FhirError.ts"
+import { type FhirRequest, header } from "./FhirRequest.ts"
+import { etag, resourceBody, versionHeaders } from "./respond.ts"
+
+const gone = (row: VersionRow) =>
+  Effect.fail(fail("deleted", `${row.type}/${row.id} was deleted (version ${row.version})`))
+
+/** 304 when the client's copy is current (If-None-Match, If-Modified-Since). */
+const notModified = (request: FhirRequest, row: VersionRow): boolean => {
+  const noneMatch = header(request, "if-none-match")
+  if (noneMatch !== undefined) return noneMatch.split(",").some((tag) => tag.trim() === etag(row.version) || tag.trim() === `"${row.version}"` || tag.trim() === "*")
+  const since = header(request, "if-modified-since")
+  if (since === undefined) return false
+  const sinceMillis = Date.parse(since)
+  // HTTP dates have whole seconds: the resource is unmodified when it changed within that second or before.
+  return !Number.isNaN(sinceMillis) && Math.floor(row.commitTs / 1_000_000) * 1000 <= sinceMillis
+}
+
+const answer = (request: FhirRequest, row: VersionRow) =>
+  notModified(request, row)
+    ? Effect.succeed(HttpServerResponse.empty({ status: 304, headers: versionHeaders(row) }))
+    : Effect.succeed(resourceBody(row.content!, request.negotiated, request.catalog, { headers: versionHeaders(row) }))
+
+export const read = (request: FhirRequest, type: string, id: string) =>
+  Effect.gen(function*() {
+    const db = yield* Database
+    const row = yield* db.withReader((sql) => readCurrent(sql, type, id))
+    if (row === undefined) return yield* fail("not-found", `${type}/${id} is not known`)
+    if (row.content === null) return yield* gone(row)
+    return yield* answer(request, row)
+  })
+
+export const vread = (request: FhirRequest, type: string, id: string, versionText: string) =>
+  Effect.gen(function*() {
+    if (!/^[1-9]\d{0,9}$/.test(versionText)) return yield* fail("not-found", `${type}/${id} has no version ${JSON.stringify(versionText)}`)
+    const db = yield* Database
+    const row = yield* db.withReader((sql) => readVersion(sql, type, id, Number(versionText)))
+    if (row === undefined) return yield* fail("not-found", `${type}/${id} has no version ${versionText}`)
+    if (row.content === null) return yield* gone(row)
+    return yield* answer(request, row)
+  })

@@ -1,0 +1,88 @@
+/**
+ * The real server in the test process: configuration as a user would write it, the real HTTP server
+ * on an ephemeral loopback port, the packages from the fixture mirror. Talk to it with `fetch`.
+ */
+import { NodeFileSystem } from "@effect/platform-node"
+import { Effect, Layer, type Scope } from "effect"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { start } from "../../src/app/Start.ts"
+import type { FlagSettings } from "../../src/config/AppConfig.ts"
+import { loadAppConfig } from "../../src/config/load.ts"
+import { layer as readinessLayer } from "../../src/http/Readiness.ts"
+import { servingAppLayer } from "../../src/http/Server.ts"
+import * as Log from "../../src/logging/Log.ts"
+import { type BackendKind, freshDatabase } from "./backends.ts"
+
+const fixtureMirror = fileURLToPath(new URL("../fixtures/packages/mirror", import.meta.url))
+const packageCache = mkdtempSync(join(tmpdir(), "svc-test-cache-"))
+
+export interface TestServer {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string
+  /** `<url>/fhir` */
+  readonly base: string
+  /** Log lines written so far. */
+  readonly lines: ReadonlyArray<string>
+}
+
+/** Starts a server on a fresh database of `kind`; it stops when the scope closes. */
+export const startServer = (kind: BackendKind, settings: FlagSettings = {}): Effect.Effect<TestServer, unknown, Scope.Scope> =>
+  Effect.gen(function*() {
+    const database = yield* freshDatabase(kind)
+    const loaded = yield* loadAppConfig({
+      flags: {
+        ...settings,
+        server: { bind: "127.0.0.1:0", ...settings.server },
+        database: {
+          kind,
+          ...(database.sqlitePath ? { sqlite_path: database.sqlitePath } : {}),
+          ...(database.postgresUrl ? { postgres_url: database.postgresUrl } : {})
+        },
+        conformance: { package_registry: fixtureMirror, package_cache: packageCache, ...settings.conformance }
+      },
+      env: {},
+      cwd: process.cwd(),
+      etcPath: join(packageCache, "no-such-svc.toml")
+    }).pipe(Effect.provide(NodeFileSystem.layer))
+    const lines: Array<string> = []
+    const runtime = Layer.mergeAll(Log.layer("warning"), readinessLayer, servingAppLayer).pipe(Layer.provideMerge(Log.memorySink(lines)))
+    const context = yield* Layer.build(runtime)
+    const address = yield* start(loaded.config).pipe(Effect.provide(context))
+    const port = address._tag === "TcpAddress" ? address.port : 0
+    const url = `http://127.0.0.1:${port}`
+    return { url, base: `${url}/fhir`, lines }
+  })
+
+export interface Reply {
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+  /** The body parsed as JSON, or undefined when it is empty or not JSON. */
+  readonly json: any
+}
+
+/** One HTTP request with fetch; the body is JSON-encoded unless it is a string. */
+export const call = (
+  method: string,
+  url: string,
+  options: { readonly body?: unknown; readonly headers?: Record<string, string> } = {}
+): Effect.Effect<Reply> =>
+  Effect.promise(async () => {
+    const body = options.body === undefined ? undefined : typeof options.body === "string" ? options.body : JSON.stringify(options.body)
+    const response = await fetch(url, {
+      method,
+      headers: { ...(body !== undefined ? { "content-type": "application/fhir+json" } : {}), ...options.headers },
+      ...(body !== undefined ? { body } : {})
+    })
+    const text = await response.text()
+    let json: unknown
+    try {
+      json = text === "" ? undefined : JSON.parse(text)
+    } catch {
+      json = undefined
+    }
+    return { status: response.status, headers: response.headers, text, json }
+  })
