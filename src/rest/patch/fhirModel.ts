@@ -111,7 +111,7 @@ export const checkValueType = (
   }
   if (valueType === undefined) return Either.void
   if (isBackbone(expected) || isPrimitiveType(valueType) || !descendsFrom(valueType, expected)) {
-    return Either.left(`${element.key} needs a ${isBackbone(expected) ? "value made of parts" : expected}, not a ${valueType}`)
+    return Either.left(`${element.key} needs ${isBackbone(expected) ? "a value made of parts" : `a value of type ${expected}`}, not ${valueType}`)
   }
   return Either.void
 }
