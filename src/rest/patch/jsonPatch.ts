@@ -1,0 +1,190 @@
+/**
+ * JSON Patch (https://www.rfc-editor.org/rfc/rfc6902) over plain JSON values, as FHIR's patch interaction
+ * accepts it with `application/json-patch+json` (https://hl7.org/fhir/R4/http.html#patch).
+ * The whole patch document is checked before anything is applied, and the input is never changed.
+ */
+import { Either } from "effect"
+import { copyJson, hasMember, isJsonObject, jsonEqual, member, removeMember, setMember } from "./json.ts"
+import { arrayIndex, formatPointer, parsePointer } from "./jsonPointer.ts"
+import { malformedPatch, type PatchProblem, unappliablePatch } from "./PatchProblem.ts"
+
+interface Target {
+  readonly text: string
+  readonly tokens: ReadonlyArray<string>
+}
+
+type Operation =
+  | { readonly op: "add" | "replace" | "test"; readonly index: number; readonly path: Target; readonly value: unknown }
+  | { readonly op: "remove"; readonly index: number; readonly path: Target }
+  | { readonly op: "move" | "copy"; readonly index: number; readonly path: Target; readonly from: Target }
+
+const operationNames = ["add", "remove", "replace", "move", "copy", "test"] as const
+
+const pointerMember = (operation: Record<string, unknown>, name: "path" | "from"): Either.Either<Target, string> => {
+  const text = member(operation, name)
+  if (typeof text !== "string") return Either.left(`"${name}" must be a string holding a JSON Pointer`)
+  return Either.map(parsePointer(text), (tokens) => ({ text, tokens }))
+}
+
+const parseOperation = (raw: unknown, index: number): Either.Either<Operation, string> =>
+  Either.gen(function*() {
+    if (!isJsonObject(raw)) return yield* Either.left("must be an object")
+    const op = member(raw, "op")
+    const name = operationNames.find((known) => known === op)
+    if (name === undefined) {
+      return yield* Either.left(`"op" must be one of ${operationNames.join(", ")} (found ${JSON.stringify(op)})`)
+    }
+    const path = yield* pointerMember(raw, "path")
+    switch (name) {
+      case "remove":
+        return { op: name, index, path }
+      case "move":
+      case "copy":
+        return { op: name, index, path, from: yield* pointerMember(raw, "from") }
+      default:
+        if (!hasMember(raw, "value")) return yield* Either.left(`"${name}" needs a "value"`)
+        return { op: name, index, path, value: raw["value"] }
+    }
+  })
+
+const parseOperations = (operations: unknown): Either.Either<ReadonlyArray<Operation>, PatchProblem> => {
+  if (!Array.isArray(operations)) {
+    return Either.left(malformedPatch("a JSON Patch document must be an array of operations"))
+  }
+  return Either.all(
+    operations.map((raw: unknown, index) =>
+      Either.mapLeft(parseOperation(raw, index), (reason) => malformedPatch(`JSON Patch operation ${index}: ${reason}`))
+    )
+  )
+}
+
+/** The value at a pointer, or why there is none. */
+const valueAt = (document: unknown, tokens: ReadonlyArray<string>): Either.Either<unknown, string> => {
+  let current = document
+  for (let depth = 0; depth < tokens.length; depth++) {
+    const token = tokens[depth]!
+    const missing = () => Either.left(`path ${formatPointer(tokens.slice(0, depth + 1))} does not exist`)
+    if (Array.isArray(current)) {
+      const position = arrayIndex(token)
+      if (position === undefined || position >= current.length) return missing()
+      current = current[position]
+    } else if (isJsonObject(current) && hasMember(current, token)) {
+      current = current[token]
+    } else {
+      return missing()
+    }
+  }
+  return Either.right(current)
+}
+
+type Container = { readonly array: Array<unknown>; readonly key: string } | {
+  readonly object: Record<string, unknown>
+  readonly key: string
+}
+
+const containerOf = (document: unknown, tokens: ReadonlyArray<string>): Either.Either<Container, string> =>
+  Either.flatMap(valueAt(document, tokens.slice(0, -1)), (parent): Either.Either<Container, string> => {
+    const key = tokens[tokens.length - 1]!
+    if (Array.isArray(parent)) return Either.right({ array: parent, key })
+    if (isJsonObject(parent)) return Either.right({ object: parent, key })
+    return Either.left(`path ${formatPointer(tokens.slice(0, -1))} is neither an object nor an array`)
+  })
+
+const existingIndex = (array: ReadonlyArray<unknown>, key: string): Either.Either<number, string> => {
+  const position = arrayIndex(key)
+  if (position === undefined) return Either.left(`"${key}" is not an array index`)
+  if (position >= array.length) {
+    return Either.left(`index ${position} is out of range (the array has ${array.length} elements)`)
+  }
+  return Either.right(position)
+}
+
+const add = (document: unknown, tokens: ReadonlyArray<string>, value: unknown): Either.Either<unknown, string> => {
+  if (tokens.length === 0) return Either.right(value)
+  return Either.flatMap(containerOf(document, tokens), (container) => {
+    if ("object" in container) {
+      setMember(container.object, container.key, value)
+      return Either.right(document)
+    }
+    const { array, key } = container
+    const position = key === "-" ? array.length : arrayIndex(key)
+    if (position === undefined) return Either.left(`"${key}" is not an array index`)
+    if (position > array.length) {
+      return Either.left(`index ${position} is out of range (the array has ${array.length} elements)`)
+    }
+    array.splice(position, 0, value)
+    return Either.right(document)
+  })
+}
+
+const remove = (document: unknown, tokens: ReadonlyArray<string>): Either.Either<unknown, string> => {
+  if (tokens.length === 0) return Either.left("the whole document cannot be removed")
+  return Either.flatMap(containerOf(document, tokens), (container) => {
+    if ("array" in container) {
+      return Either.map(existingIndex(container.array, container.key), (position) => {
+        container.array.splice(position, 1)
+        return document
+      })
+    }
+    if (!hasMember(container.object, container.key)) return Either.left(`path ${formatPointer(tokens)} does not exist`)
+    removeMember(container.object, container.key)
+    return Either.right(document)
+  })
+}
+
+const replace = (document: unknown, tokens: ReadonlyArray<string>, value: unknown): Either.Either<unknown, string> =>
+  Either.flatMap(valueAt(document, tokens), () => Either.flatMap(remove(document, tokens), (rest) => add(rest, tokens, value)))
+
+const shown = (value: unknown): string => {
+  const text = JSON.stringify(value)
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text
+}
+
+const isInside = (inner: ReadonlyArray<string>, outer: ReadonlyArray<string>): boolean =>
+  inner.length > outer.length && outer.every((token, i) => inner[i] === token)
+
+const apply = (document: unknown, operation: Operation): Either.Either<unknown, string> => {
+  const tokens = operation.path.tokens
+  switch (operation.op) {
+    case "add":
+      return add(document, tokens, copyJson(operation.value))
+    case "remove":
+      return remove(document, tokens)
+    case "replace":
+      return tokens.length === 0 ? Either.right(copyJson(operation.value)) : replace(document, tokens, copyJson(operation.value))
+    case "test":
+      return Either.flatMap(valueAt(document, tokens), (actual) =>
+        jsonEqual(actual, operation.value)
+          ? Either.right(document)
+          : Either.left(`test failed: the value is ${shown(actual)}, not ${shown(operation.value)}`))
+    case "copy":
+      return Either.flatMap(valueAt(document, operation.from.tokens), (value) => add(document, tokens, copyJson(value)))
+    case "move": {
+      const from = operation.from.tokens
+      if (isInside(tokens, from)) return Either.left(`cannot move ${operation.from.text} into one of its own children`)
+      return Either.flatMap(valueAt(document, from), (value) =>
+        operation.from.text === operation.path.text
+          ? Either.right(document)
+          : Either.flatMap(remove(document, from), (rest) => add(rest, tokens, value)))
+    }
+  }
+}
+
+const describe = (operation: Operation): string =>
+  `${operation.op}${"from" in operation ? ` from ${operation.from.text}` : ""} ${operation.path.text || "\"\""}`
+
+/** Applies an RFC 6902 patch to a copy of `doc`; fails on the first operation that cannot be applied. */
+export const jsonPatch = (doc: unknown, operations: unknown): Either.Either<unknown, PatchProblem> =>
+  Either.flatMap(parseOperations(operations), (parsed) => {
+    let document: unknown = copyJson(doc)
+    for (const operation of parsed) {
+      const next = apply(document, operation)
+      if (Either.isLeft(next)) {
+        return Either.left(
+          unappliablePatch(`JSON Patch operation ${operation.index} (${describe(operation)}): ${next.left}`)
+        )
+      }
+      document = next.right
+    }
+    return Either.right(document)
+  })
