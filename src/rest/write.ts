@@ -17,7 +17,7 @@ import { resourceBody, versionHeaders } from "./respond.ts"
 const commitHeader = (commitTs: number) => ({ "x-svc-commit-ts": String(commitTs) })
 
 /** The answer to a successful create or update, shaped by `Prefer: return=`. */
-const written = (request: FhirRequest, type: string, id: string, stored: StoredVersion, commitTs: number, created: boolean) => {
+export const written = (request: FhirRequest, type: string, id: string, stored: StoredVersion, commitTs: number, created: boolean) => {
   const headers = {
     ...versionHeaders({ version: stored.version, commitTs }),
     ...commitHeader(commitTs),
