@@ -42,6 +42,8 @@ export class XmlSyntaxError extends Error {
 const XML_NS = "http://www.w3.org/XML/1998/namespace"
 const XMLNS_NS = "http://www.w3.org/2000/xmlns/"
 const XHTML_NS = "http://www.w3.org/1999/xhtml"
+// Readers of the tree recurse; no FHIR resource comes near this depth.
+const maxDepth = 1000
 const forbiddenChar = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/
 const lineEnds = /\r\n?/g
 const needsAttributeWork = /[&\t\n]/
@@ -267,7 +269,7 @@ export const parseXml = (input: string): XmlDocument => {
       stack[stack.length - 1]?.children.push(element)
       if (root === undefined) root = element
       if (selfClosing) bindings.length = scopes.pop() ?? bindings.length
-      else stack.push(element)
+      else if (stack.push(element) > maxDepth) fail(`elements nested deeper than ${maxDepth}`, lt)
     }
   }
   const open = stack[stack.length - 1]

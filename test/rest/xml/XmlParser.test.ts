@@ -80,5 +80,6 @@ describe("parseXml", () => {
     expect(problem(`<a>\u0001</a>`)).toContain("not allowed")
     expect(problem(`<a><!-- a -- b --></a>`)).toContain("--")
     expect(problem(``)).toContain("no root")
+    expect(problem("<a>".repeat(1001) + "</a>".repeat(1001))).toContain("nested deeper than 1000")
   })
 })
