@@ -13,6 +13,7 @@ import { lineAt, XmlProblem } from "./XmlProblem.ts"
 
 const XSI_NS = "http://www.w3.org/2001/XMLSchema-instance"
 const integerSyntax = /^[-+]?(0|[1-9][0-9]*)$/
+const lineEnds = /\r\n?/g
 const decimalSyntax = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$/
 
 class ReadError extends Error {
@@ -206,7 +207,10 @@ export const fromXml = (text: string, catalog: Catalog): Either.Either<Record<st
     return Either.right(reader.resource(document.root, document.root.local))
   } catch (error) {
     if (error instanceof XmlSyntaxError) {
-      return Either.left(new XmlProblem({ reason: `malformed XML: ${error.reason}`, path: undefined, line: lineAt(source, error.offset) }))
+      // The parser's offsets are in the text with its line ends normalised.
+      const normalised = source.includes("\r") ? source.replace(lineEnds, "\n") : source
+      const line = lineAt(normalised, error.offset)
+      return Either.left(new XmlProblem({ reason: `malformed XML: ${error.reason}`, path: undefined, line }))
     }
     if (error instanceof ReadError) {
       const line = error.offset === undefined ? undefined : lineAt(source, error.offset)

@@ -115,6 +115,7 @@ describe("fromXml", () => {
     expect(refusal(`<Patient ${FHIR}>\n<id value="p">\n</Patient>`)).toBe(
       "malformed XML: the end tag </Patient> where </id> was expected (line 3)"
     )
+    expect(refusal(`<Patient ${FHIR}>\r<id value="p">\r\n</Patient>`)).toContain("(line 3)")
   })
 
   it("refuses a DOCTYPE (XXE) and processing instructions", (context) => {
