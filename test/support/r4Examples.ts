@@ -75,20 +75,41 @@ const extract = async (file: string): Promise<string> => {
   return join(target, "package")
 }
 
-/** The conformance resources, or undefined (with a notice) when no registry answers outside CI. */
-export const loadR4Conformance = async (): Promise<ReadonlyArray<Record<string, unknown>> | undefined> => {
-  let dir: string
+/** The extracted package, or undefined (with a notice naming what is skipped) when no registry answers outside CI. */
+const packageDirectory = async (skipped: string): Promise<string | undefined> => {
   try {
-    dir = await extract(await download())
+    return await extract(await download())
   } catch (error) {
     if (process.env["CI"] === "true") throw new Error(`${spec} is required under CI but could not be fetched: ${String(error)}`)
-    console.warn(`NOTICE: R4 catalog test skipped: could not fetch ${spec} with npm pack: ${String(error)}`)
+    console.warn(`NOTICE: ${skipped} skipped: could not fetch ${spec} with npm pack: ${String(error)}`)
     return undefined
   }
+}
+
+const readJson = async (dir: string, name: string): Promise<Record<string, unknown>> =>
+  JSON.parse(await readFile(join(dir, name), "utf8"))
+
+/** The conformance resources, or undefined (with a notice) when no registry answers outside CI. */
+export const loadR4Conformance = async (): Promise<ReadonlyArray<Record<string, unknown>> | undefined> => {
+  const dir = await packageDirectory("R4 catalog test")
+  if (dir === undefined) return undefined
   const wanted = new Set<string>(conformanceTypes)
   const names = (await readdir(dir)).filter((name) => name.endsWith(".json") && wanted.has(name.slice(0, name.indexOf("-"))))
-  const resources = await Promise.all(
-    names.map(async (name): Promise<Record<string, unknown>> => JSON.parse(await readFile(join(dir, name), "utf8")))
-  )
+  const resources = await Promise.all(names.map((name) => readJson(dir, name)))
   return resources.filter((resource) => typeof resource["resourceType"] === "string" && wanted.has(resource["resourceType"]))
+}
+
+export interface ExampleFile {
+  readonly file: string
+  readonly resource: Record<string, unknown>
+}
+
+/** Every resource of the package (examples and conformance resources alike) with its file name, sorted by file. */
+export const loadR4Examples = async (skipped: string): Promise<ReadonlyArray<ExampleFile> | undefined> => {
+  const dir = await packageDirectory(skipped)
+  if (dir === undefined) return undefined
+  const names = (await readdir(dir)).filter((name) => name.endsWith(".json") && name !== "package.json" && !name.startsWith("."))
+  names.sort()
+  const files = await Promise.all(names.map(async (file): Promise<ExampleFile> => ({ file, resource: await readJson(dir, file) })))
+  return files.filter(({ resource }) => typeof resource["resourceType"] === "string")
 }

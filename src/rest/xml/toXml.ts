@@ -1,0 +1,174 @@
+/**
+ * FHIR JSON to FHIR XML (https://hl7.org/fhir/R4/xml.html), element order and names taken from the
+ * StructureDefinitions. Expects a resource that is valid JSON FHIR: properties no definition names are left
+ * out. Numbers are written as JavaScript holds them: a decimal parsed from JSON as `1.50` became 1.5 before it
+ * got here; a decimal given as a string is written as that string.
+ */
+import type { Catalog } from "../../catalog/Catalog.ts"
+import { modelsFor, type TypeModel, type TypeRef, type XmlModels } from "./XmlModel.ts"
+import { parseXml, XmlSyntaxError } from "./XmlParser.ts"
+
+export const FHIR_NS = "http://hl7.org/fhir"
+export const XHTML_NS = "http://www.w3.org/1999/xhtml"
+
+const attributeSpecial = /[&<>"\n\r\t]/
+const attributeSpecials = /[&<>"\n\r\t]/g
+const textSpecial = /[&<>]/
+const textSpecials = /[&<>]/g
+const entities: Readonly<Record<string, string>> = {
+  "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "\n": "&#xA;", "\r": "&#xD;", "\t": "&#x9;"
+}
+const entityOf = (c: string) => entities[c] ?? c
+
+export const escapeAttribute = (value: string): string =>
+  attributeSpecial.test(value) ? value.replace(attributeSpecials, entityOf) : value
+export const escapeText = (value: string): string => textSpecial.test(value) ? value.replace(textSpecials, entityOf) : value
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const scalar = (value: unknown): string | undefined =>
+  typeof value === "string" ? value : typeof value === "number" || typeof value === "boolean" ? String(value) : undefined
+
+/**
+ * The narrative is embedded as markup when it is one well-formed `div` element; one without its XHTML
+ * namespace declaration gets it, and anything else is kept as text inside a `div` so that nothing is lost.
+ */
+const narrative = (div: string): string => {
+  try {
+    const { root } = parseXml(div)
+    if (root.local === "div" && root.prefix === "" && root.ns === XHTML_NS) return div
+    if (root.local === "div" && root.prefix === "" && root.ns === "" && div.startsWith("<div")) {
+      return `<div xmlns="${XHTML_NS}"${div.slice(4)}`
+    }
+  } catch (error) {
+    if (!(error instanceof XmlSyntaxError)) throw error
+  }
+  return `<div xmlns="${XHTML_NS}">${escapeText(div)}</div>`
+}
+
+interface Present {
+  readonly index: number
+  readonly type: TypeRef
+}
+
+/** Writes by string concatenation, which V8 keeps as a rope: linear, with one flattening at the end. */
+class Writer {
+  out = ""
+  private readonly indents: Array<string> = []
+  constructor(readonly models: XmlModels, readonly pretty: boolean) {}
+
+  private indent(depth: number): string {
+    if (!this.pretty) return ""
+    let known = this.indents[depth]
+    if (known === undefined) {
+      known = "\n" + "  ".repeat(depth)
+      this.indents[depth] = known
+    }
+    return known
+  }
+
+  resource(json: Record<string, unknown>, depth: number, root: boolean): void {
+    const type = json["resourceType"]
+    const model = typeof type === "string" ? this.models.forType(type) : undefined
+    if (typeof type !== "string" || model === undefined) return
+    this.out += (depth === 0 ? "" : this.indent(depth)) + "<" + type + (root ? ` xmlns="${FHIR_NS}"` : "")
+    this.body(json, model, depth, type)
+  }
+
+  /** The elements present in `json`, in the order of the definition; JSON objects have few keys, models many. */
+  private present(json: Record<string, unknown>, model: TypeModel): Array<Present> {
+    const found: Array<Present> = []
+    for (const key in json) {
+      const lookup = model.byName.get(key.charCodeAt(0) === 0x5f ? key.slice(1) : key)
+      if (lookup === undefined || lookup.element.attribute) continue
+      let at = found.length
+      while (at > 0 && (found[at - 1]?.index ?? 0) > lookup.index) at--
+      if (found[at - 1]?.type === lookup.type) continue
+      found.splice(at, 0, { index: lookup.index, type: lookup.type })
+    }
+    return found
+  }
+
+  /** Attributes and children of an open tag `<name` already written; closes it. */
+  private body(json: Record<string, unknown>, model: TypeModel, depth: number, name: string): void {
+    for (const element of model.elements) {
+      if (!element.attribute) continue
+      const attribute = element.types[0]?.name ?? ""
+      const value = scalar(json[attribute])
+      if (value !== undefined) this.out += " " + attribute + "=\"" + escapeAttribute(value) + "\""
+    }
+    const present = this.present(json, model)
+    if (present.length === 0) {
+      this.out += "/>"
+      return
+    }
+    this.out += ">"
+    for (const { index, type } of present) {
+      const value = json[type.name]
+      const extra = type.kind === "primitive" ? json[type.extraName] : undefined
+      if (model.elements[index]?.repeats !== true) {
+        this.value(type, value, extra, depth + 1)
+      } else if (Array.isArray(value) || Array.isArray(extra)) {
+        const values = Array.isArray(value) ? value : []
+        const extras = Array.isArray(extra) ? extra : []
+        const count = Math.max(values.length, extras.length)
+        for (let k = 0; k < count; k++) this.value(type, values[k], extras[k], depth + 1)
+      }
+    }
+    this.out += this.indent(depth) + "</" + name + ">"
+  }
+
+  private value(type: TypeRef, value: unknown, extra: unknown, depth: number): void {
+    switch (type.kind) {
+      case "primitive": {
+        const text = scalar(value)
+        const id = isRecord(extra) ? scalar(extra["id"]) : undefined
+        const extensions = isRecord(extra) ? extra["extension"] : undefined
+        const hasExtensions = Array.isArray(extensions) && extensions.length > 0
+        if (text === undefined && id === undefined && !hasExtensions) return
+        this.out += this.indent(depth) + "<" + type.name
+        if (id !== undefined) this.out += " id=\"" + escapeAttribute(id) + "\""
+        if (text !== undefined) this.out += " value=\"" + escapeAttribute(text) + "\""
+        if (!hasExtensions) {
+          this.out += "/>"
+          return
+        }
+        this.out += ">"
+        const extension = this.models.forType("Extension")
+        for (const item of extensions) {
+          if (!isRecord(item) || extension === undefined) continue
+          this.out += this.indent(depth + 1) + "<extension"
+          this.body(item, extension, depth + 1, "extension")
+        }
+        this.out += this.indent(depth) + "</" + type.name + ">"
+        return
+      }
+      case "xhtml":
+        if (typeof value === "string") this.out += this.indent(depth) + narrative(value)
+        return
+      case "resource":
+        if (!isRecord(value)) return
+        this.out += this.indent(depth) + "<" + type.name + ">"
+        this.resource(value, depth + 1, false)
+        this.out += this.indent(depth) + "</" + type.name + ">"
+        return
+      case "complex":
+        if (!isRecord(value)) return
+        this.out += this.indent(depth) + "<" + type.name
+        this.body(value, type.model(), depth, type.name)
+    }
+  }
+}
+
+export const toXml = (
+  resource: Record<string, unknown>,
+  catalog: Catalog,
+  options?: { readonly pretty?: boolean }
+): string => {
+  const pretty = options?.pretty === true
+  const writer = new Writer(modelsFor(catalog), pretty)
+  writer.out = pretty ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" : "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+  writer.resource(resource, 0, true)
+  return writer.out
+}
