@@ -58,6 +58,17 @@ export const edge = (options: EdgeOptions) =>
     return yield* RequestLog.around(gated(options), options)
   })
 
+/**
+ * Idle keep-alive connections stay open for 65 s (Node's default is 5 s): a client or balancer that
+ * reuses a connection the server has just closed sees a reset, and most keep theirs for up to 60 s.
+ */
+const makeNodeServer = () => {
+  const server = createServer()
+  server.keepAliveTimeout = 65_000
+  server.headersTimeout = 66_000
+  return server
+}
+
 export interface ListenOptions {
   readonly host: string
   readonly port: number
@@ -66,7 +77,7 @@ export interface ListenOptions {
 /** Starts listening in the current scope; fails with a clear message when the address cannot be bound. */
 export const listen = (listenOptions: ListenOptions, options: EdgeOptions) =>
   Effect.gen(function*() {
-    const context = yield* Layer.build(NodeHttpServer.layer(createServer, listenOptions)).pipe(
+    const context = yield* Layer.build(NodeHttpServer.layer(makeNodeServer, listenOptions)).pipe(
       Effect.mapError((error) => listenFailure(listenOptions.host, listenOptions.port, error.cause))
     )
     const server = Context.get(context, HttpServer.HttpServer)

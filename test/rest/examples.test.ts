@@ -8,6 +8,7 @@ import { Context, Effect, Layer } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
+import { conformanceTypes } from "../../src/packages/LoadedPackage.ts"
 import { call, startServer, type TestServer } from "../support/server.ts"
 
 class Server extends Context.Tag("test/ExamplesServer")<Server, TestServer>() {}
@@ -26,6 +27,16 @@ const comparable = (resource: Record<string, any>) => {
   const { id: _id, meta, ...rest } = resource
   const { versionId: _v, lastUpdated: _l, ...keptMeta } = meta ?? {}
   return Object.keys(keptMeta).length > 0 ? { ...rest, meta: keptMeta } : rest
+}
+
+/** XML has no CR in markup (XML 1.0 §2.11): a narrative written with CRLF or CR reads back with LF. */
+const narrativeLineEnds = (value: unknown, key = ""): unknown => {
+  if (typeof value === "string") return key === "div" ? value.replace(/\r\n?/g, "\n") : value
+  if (Array.isArray(value)) return value.map((item) => narrativeLineEnds(item))
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, narrativeLineEnds(v, k)]))
+  }
+  return value
 }
 
 describe.skipIf(skipRealPackages)("the R4 examples", () => {
@@ -54,6 +65,47 @@ describe.skipIf(skipRealPackages)("the R4 examples", () => {
           }), { concurrency: 8, discard: true })
         console.log(`R4 examples: ${examples.length} created and read back, ${failures.length} refused`)
         expect(failures).toEqual([])
+      }), 600_000)
+
+    it.effect("reads and writes FHIR XML when asked by _format, Accept or Content-Type", () =>
+      Effect.gen(function*() {
+        const { base } = yield* Server
+        const xmlBody = `<Patient xmlns="http://hl7.org/fhir"><gender value="female"/><birthDate value="1970-01-01"/></Patient>`
+        const created = yield* call("POST", `${base}/Patient`, { body: xmlBody, headers: { "content-type": "application/fhir+xml", accept: "application/fhir+xml" } })
+        expect(created.status).toBe(201)
+        expect(created.headers.get("content-type")).toContain("application/fhir+xml")
+        expect(created.text).toContain('<gender value="female"/>')
+        const id = created.headers.get("location")!.split("/")[5]
+        const json = yield* call("GET", `${base}/Patient/${id}`)
+        expect(json.json).toMatchObject({ resourceType: "Patient", id, gender: "female", birthDate: "1970-01-01" })
+        const xml = yield* call("GET", `${base}/Patient/${id}?_format=xml`)
+        expect(xml.text).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\s*<Patient xmlns="http:\/\/hl7.org\/fhir">/)
+        expect(xml.text.indexOf("<id ")).toBeLessThan(xml.text.indexOf("<meta>"))
+        const broken = yield* call("POST", `${base}/Patient`, { body: "<Patient xmlns=\"http://hl7.org/fhir\"><nickname value=\"x\"/></Patient>", headers: { "content-type": "application/fhir+xml", accept: "application/fhir+xml" } })
+        expect(broken.status).toBe(400)
+        expect(broken.text).toContain("<OperationOutcome")
+        expect(broken.text).toContain("nickname")
+        const pretty = yield* call("GET", `${base}/Patient/${id}?_pretty=true`)
+        expect(pretty.text).toContain('\n  "resourceType": "Patient"')
+      }))
+
+    it.effect("survive a trip through XML: read as XML, created from that XML, read back as JSON", () =>
+      Effect.gen(function*() {
+        const { base } = yield* Server
+        // The instances proper (not the conformance resources, which the XML module's own test covers).
+        const examples = loadExamples().filter(({ resource }) => !conformanceTypes.has(resource.resourceType))
+        expect(examples.length).toBeGreaterThan(700)
+        const xmlHeaders = { "content-type": "application/fhir+xml" }
+        yield* Effect.forEach(examples, ({ file, resource }) =>
+          Effect.gen(function*() {
+            const created = yield* call("POST", `${base}/${resource.resourceType}`, { body: resource })
+            const xml = yield* call("GET", `${base}/${resource.resourceType}/${created.json.id}?_format=xml`)
+            expect([file, xml.status]).toEqual([file, 200])
+            const again = yield* call("POST", `${base}/${resource.resourceType}`, { body: xml.text, headers: xmlHeaders })
+            expect([file, again.status]).toEqual([file, 201])
+            const read = yield* call("GET", `${base}/${resource.resourceType}/${again.json.id}`)
+            expect([file, narrativeLineEnds(comparable(read.json))]).toEqual([file, narrativeLineEnds(comparable(resource))])
+          }), { concurrency: 8, discard: true })
       }), 600_000)
   })
 })

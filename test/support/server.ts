@@ -76,6 +76,9 @@ export const call = (
       method,
       headers: { ...(body !== undefined ? { "content-type": "application/fhir+json" } : {}), ...options.headers },
       ...(body !== undefined ? { body } : {})
+    }).catch((error: unknown) => {
+      const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : ""
+      throw new Error(`${method} ${url} failed${cause}`)
     })
     const text = await response.text()
     let json: unknown
