@@ -25,6 +25,7 @@ export interface Report {
   readonly loadAverageAtStart: ReadonlyArray<number>
   readonly quick: boolean
   readonly settings: { readonly seconds: number; readonly warmupSeconds: number; readonly poolSize: number }
+  readonly workloads: ReadonlyArray<{ readonly name: string; readonly description: string; readonly connections: number; readonly target: string }>
   readonly rows: ReadonlyArray<Row>
   /** Lifetime peak RSS (MB) of each server process, as the kernel counts it. */
   readonly serverPeakRssMb: Record<string, number | undefined>

@@ -137,7 +137,8 @@ const main = async (): Promise<void> => {
       notices.push(`${row.workload} on ${row.server} ${row.backend}: ${row.non2xx} non-2xx responses, ${row.errors} connection errors (status codes ${JSON.stringify(row.statusCodes)})`)
     }
   }
-  const report: Report = { startedAt, loadAverageAtStart, quick, settings, rows, serverPeakRssMb, notices }
+  const described = workloads.map((w) => ({ name: w.name, description: w.description, connections: w.connections, target: describeGoal(w.goal) }))
+  const report: Report = { startedAt, loadAverageAtStart, quick, settings, workloads: described, rows, serverPeakRssMb, notices }
   const file = writeJson(report)
 
   console.log(`svc bench${quick ? " (quick)" : ""}: ${settings.seconds} s per workload after ${settings.warmupSeconds} s warm-up, ` +
