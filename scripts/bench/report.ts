@@ -1,0 +1,75 @@
+/** The run's one table on standard output, and the same figures as JSON in bench/results/. */
+import { mkdirSync, writeFileSync } from "node:fs"
+import { cpus, totalmem } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import type { Measurement } from "./load.ts"
+
+export interface Row extends Measurement {
+  readonly workload: string
+  /** `svc` or `floor` */
+  readonly server: string
+  readonly backend: string
+  readonly connections: number
+  readonly peakRssMb: number | undefined
+  /** req/s over the floor's read-by-id req/s */
+  readonly floorRatio: number | undefined
+  readonly target: string
+  /** Whether the target was reached; undefined without a target. */
+  readonly met: boolean | undefined
+}
+
+export interface Report {
+  readonly startedAt: string
+  /** Other work on the machine skews every figure: 1, 5 and 15 minute load averages when the run began. */
+  readonly loadAverageAtStart: ReadonlyArray<number>
+  readonly quick: boolean
+  readonly settings: { readonly seconds: number; readonly warmupSeconds: number; readonly poolSize: number }
+  readonly workloads: ReadonlyArray<{ readonly name: string; readonly description: string; readonly connections: number; readonly target: string }>
+  readonly rows: ReadonlyArray<Row>
+  /** Lifetime peak RSS (MB) of each server process, as the kernel counts it. */
+  readonly serverPeakRssMb: Record<string, number | undefined>
+  readonly notices: ReadonlyArray<string>
+}
+
+const fixed = (value: number | undefined, digits: number): string =>
+  value === undefined || Number.isNaN(value) ? "-" : value.toFixed(digits)
+
+const percent = (ratio: number | undefined): string => (ratio === undefined ? "-" : `${Math.round(ratio * 100)}%`)
+
+export const formatTable = (rows: ReadonlyArray<Row>): string => {
+  const header = ["workload", "backend", "conns", "req/s", "median ms", "p99 ms", "peak RSS MB", "floor ratio", "target"]
+  const body = rows.map((row) => [
+    row.workload,
+    row.server === "svc" ? row.backend : `floor (${row.backend})`,
+    String(row.connections),
+    fixed(row.reqPerSec, 0),
+    fixed(row.medianMs, 2),
+    fixed(row.p99Ms, 2),
+    fixed(row.peakRssMb, 0),
+    row.server === "floor" ? "(floor)" : percent(row.floorRatio),
+    row.target === "" ? "" : `${row.target}: ${row.met === undefined ? "?" : row.met ? "met" : "MISSED"}`
+  ])
+  const widths = header.map((title, column) => Math.max(title.length, ...body.map((cells) => cells[column]?.length ?? 0)))
+  const numeric = new Set([2, 3, 4, 5, 6, 7])
+  const line = (cells: ReadonlyArray<string>) =>
+    `| ${cells.map((cell, column) => (numeric.has(column) ? cell.padStart(widths[column] ?? 0) : cell.padEnd(widths[column] ?? 0))).join(" | ")} |`
+  return [line(header), `|${widths.map((width, column) => (numeric.has(column) ? `${"-".repeat(width + 1)}:` : "-".repeat(width + 2))).join("|")}|`, ...body.map(line)].join("\n")
+}
+
+/** Writes bench/results/<YYYY-MM-DD>T<HH-MM>.json (UTC) and returns its path. */
+export const writeJson = (report: Report): string => {
+  const dir = fileURLToPath(new URL("../../bench/results/", import.meta.url))
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, `${report.startedAt.slice(0, 16).replace(":", "-")}.json`)
+  const machine = {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? "unknown",
+    memoryMb: Math.round(totalmem() / 2 ** 20),
+    node: process.version,
+    platform: `${process.platform}-${process.arch}`
+  }
+  const nullForUndefined = (_key: string, value: unknown) => (value === undefined ? null : value)
+  writeFileSync(file, `${JSON.stringify({ ...report, machine }, nullForUndefined, 2)}\n`)
+  return file
+}

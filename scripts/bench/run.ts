@@ -1,0 +1,160 @@
+/**
+ * `npm run bench [-- --quick] [-- --sqlite-only]`: measures svc over HTTP on SQLite (and Postgres
+ * when one answers) against the floor, a bare node:http + better-sqlite3 server, in one run.
+ * Prints one table and writes the same figures to bench/results/<YYYY-MM-DD>T<HH-MM>.json.
+ * See docs/performance.md.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { cpus, loadavg, tmpdir } from "node:os"
+import { join, relative } from "node:path"
+import { parseArgs } from "node:util"
+import type { Child } from "./children.ts"
+import { cleanupAll, installSignalHandlers, interrupted, onCleanup } from "./cleanup.ts"
+import { runLoad } from "./load.ts"
+import { watchMemory } from "./memory.ts"
+import { createBenchDatabase, postgresUnavailable, shownAdminUrl } from "./postgres.ts"
+import { formatTable, type Report, type Row, writeJson } from "./report.ts"
+import { seedFloor, seedSvc } from "./seed.ts"
+import { type Backend, root, startFloor, startSvc } from "./servers.ts"
+import { describeGoal, readById, type Target, type Workload, workloads } from "./workloads.ts"
+
+const usage = `usage: npm run bench [-- --quick] [-- --sqlite-only]
+  --quick        3 s per workload after a 2 s warm-up (default 10 s after 5 s)
+  --sqlite-only  skip Postgres even when a server answers`
+
+const { values: flags } = parseArgs({
+  options: { quick: { type: "boolean" }, "sqlite-only": { type: "boolean" }, help: { type: "boolean", short: "h" } }
+})
+if (flags.help) {
+  console.log(usage)
+  process.exit(0)
+}
+
+const quick = flags.quick === true
+// The warm-up is long because svc's read path needs a few seconds of JIT before its figures settle.
+const settings = { seconds: quick ? 3 : 10, warmupSeconds: quick ? 2 : 5, poolSize: 1000 }
+const progress = (message: string) => console.error(`[bench] ${message}`)
+
+type Measured = Omit<Row, "floorRatio" | "met">
+
+/** Runs `list` against a started server, each workload in its own memory window. */
+const measureAll = async (child: Child, target: Target, list: ReadonlyArray<Workload>): Promise<Array<Measured>> => {
+  const memory = watchMemory(child.pid)
+  const measured: Array<Measured> = []
+  try {
+    for (const workload of list) {
+      progress(`${target.server} ${target.backend}: ${workload.name}, ${workload.connections} connections, ${settings.warmupSeconds} s warm-up + ${settings.seconds} s`)
+      const requests = await workload.prepare(target)
+      memory.startWindow()
+      const measurement = await runLoad({
+        url: target.url,
+        requests,
+        connections: workload.connections,
+        warmupSeconds: settings.warmupSeconds,
+        seconds: settings.seconds,
+        signal: interrupted.signal
+      })
+      measured.push({
+        workload: workload.name,
+        server: target.server,
+        backend: target.backend,
+        connections: workload.connections,
+        ...measurement,
+        peakRssMb: memory.windowPeakMb(),
+        target: describeGoal(workload.goal)
+      })
+    }
+    serverPeakRssMb[`${target.server}-${target.backend}`] = memory.lifetimePeakMb()
+    return measured
+  } finally {
+    memory.stop()
+  }
+}
+
+const serverPeakRssMb: Record<string, number | undefined> = {}
+const notices: Array<string> = []
+
+const benchFloor = async (workDir: string): Promise<Array<Measured>> => {
+  const file = join(workDir, "floor.sqlite")
+  const ids = seedFloor(file, settings.poolSize)
+  const child = await startFloor(file, workDir)
+  const measured = await measureAll(child, { server: "floor", backend: "better-sqlite3", url: child.url, ids }, workloads.filter((w) => w.onFloor))
+  await child.stop()
+  return measured
+}
+
+const benchSvc = async (backend: Backend, workDir: string): Promise<Array<Measured>> => {
+  progress(`svc ${backend.kind}: starting`)
+  const child = await startSvc(backend, workDir)
+  progress(`svc ${backend.kind}: creating ${settings.poolSize} Patients`)
+  const ids = await seedSvc(child.url, settings.poolSize)
+  const measured = await measureAll(child, { server: "svc", backend: backend.kind, url: child.url, ids }, workloads)
+  await child.stop()
+  return measured
+}
+
+const withRatios = (measured: ReadonlyArray<Measured>): Array<Row> => {
+  const floorRead = measured.find((m) => m.server === "floor" && m.workload === readById.name)?.reqPerSec
+  return measured.map((m) => {
+    const floorRatio = m.server === "svc" && floorRead !== undefined && floorRead > 0 ? m.reqPerSec / floorRead : undefined
+    const goal = workloads.find((w) => w.name === m.workload)?.goal
+    const checks: Array<boolean> = []
+    if (m.server === "svc" && goal?.minFloorRatio !== undefined && floorRatio !== undefined) checks.push(floorRatio >= goal.minFloorRatio)
+    if (m.server === "svc" && goal?.maxP99Ms !== undefined) checks.push(m.p99Ms <= goal.maxP99Ms)
+    const met = m.server === "svc" && checks.length > 0 ? checks.every(Boolean) : undefined
+    return { ...m, target: m.server === "svc" ? m.target : "", floorRatio, met }
+  })
+}
+
+const main = async (): Promise<void> => {
+  installSignalHandlers()
+  const startedAt = new Date().toISOString()
+  const loadAverageAtStart = loadavg().map((load) => Math.round(load * 100) / 100)
+  const workDir = mkdtempSync(join(tmpdir(), "svc-bench-"))
+  onCleanup("removing the temporary directory", () => rmSync(workDir, { recursive: true, force: true }))
+
+  const measured: Array<Measured> = [...(await benchFloor(workDir))]
+  measured.push(...(await benchSvc({ kind: "sqlite", file: join(workDir, "svc.sqlite") }, workDir)))
+
+  if (flags["sqlite-only"]) {
+    notices.push("Postgres skipped: --sqlite-only")
+  } else {
+    const why = await postgresUnavailable()
+    if (why !== undefined) {
+      notices.push(`Postgres skipped: no server answers at ${shownAdminUrl()} (${why})`)
+      progress(notices[notices.length - 1] ?? "")
+    } else {
+      const database = await createBenchDatabase()
+      const drop = onCleanup("dropping the Postgres database", database.drop)
+      measured.push(...(await benchSvc({ kind: "postgres", url: database.url }, workDir)))
+      await drop()
+    }
+  }
+
+  const rows = withRatios(measured)
+  for (const row of rows) {
+    if (row.non2xx > 0 || row.errors > 0) {
+      notices.push(`${row.workload} on ${row.server} ${row.backend}: ${row.non2xx} non-2xx responses, ${row.errors} connection errors (status codes ${JSON.stringify(row.statusCodes)})`)
+    }
+  }
+  const described = workloads.map((w) => ({ name: w.name, description: w.description, connections: w.connections, target: describeGoal(w.goal) }))
+  const report: Report = { startedAt, loadAverageAtStart, quick, settings, workloads: described, rows, serverPeakRssMb, notices }
+  const file = writeJson(report)
+
+  console.log(`svc bench${quick ? " (quick)" : ""}: ${settings.seconds} s per workload after ${settings.warmupSeconds} s warm-up, ` +
+    `pool of ${settings.poolSize} Patients, ${cpus().length} CPUs (load average ${loadAverageAtStart.join(" ")} at start), Node ${process.version}`)
+  console.log("")
+  console.log(formatTable(rows))
+  console.log("")
+  const peaks = Object.entries(serverPeakRssMb).map(([server, mb]) => `${server} ${mb === undefined ? "?" : mb.toFixed(0)} MB`)
+  console.log(`Peak RSS over each server's life: ${peaks.join(", ")}`)
+  for (const notice of notices) console.log(`NOTICE: ${notice}`)
+  console.log(`Written: ${relative(root, file)}`)
+}
+
+main()
+  .catch((error: unknown) => {
+    console.error(interrupted.signal.aborted ? String(interrupted.signal.reason) : error)
+    process.exitCode = interrupted.signal.aborted ? 130 : 1
+  })
+  .finally(cleanupAll)
