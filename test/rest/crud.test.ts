@@ -30,6 +30,12 @@ for (const backend of backends) {
           expect(read.headers.get("content-type")).toContain("application/fhir+json")
           const notModified = yield* call("GET", `${base}/Patient/${id}`, { headers: { "if-none-match": 'W/"1"' } })
           expect(notModified.status).toBe(304)
+          const lastModified = created.headers.get("last-modified")!
+          expect((yield* call("GET", `${base}/Patient/${id}`, { headers: { "if-modified-since": lastModified } })).status).toBe(304)
+          expect((yield* call("GET", `${base}/Patient/${id}`, { headers: { "if-modified-since": "Thu, 01 Jan 1970 00:00:00 GMT" } })).status).toBe(200)
+          const plainJson = yield* call("POST", `${base}/Patient`, { body: patient, headers: { "content-type": "application/json", accept: "application/json" } })
+          expect(plainJson.status).toBe(201)
+          expect(plainJson.json.resourceType).toBe("Patient")
         }))
 
       it.effect("updates with versions, vreads each, and refuses a stale If-Match with 409", () =>
