@@ -76,7 +76,7 @@ export const start = (config: AppConfig) =>
     const services = Context.merge(store, catalogContext).pipe(
       Context.add(RestSettings, { publicUrl: config.server.public_url, updateAsCreate: config.conformance.update_as_create })
     )
-    const fhir = yield* FhirApp.make({ maxBodyBytes: config.server.max_body_bytes }).pipe(Effect.provide(services))
+    const fhir = yield* FhirApp.make({ maxBodyBytes: config.server.max_body_bytes, maxBundleEntries: config.server.max_bundle_entries }).pipe(Effect.provide(services))
     const app = routeByPrefix(fhir.pipe(Effect.provide(services)))
 
     const probe = yield* cachedProbe(db.probe)

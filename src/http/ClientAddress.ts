@@ -32,9 +32,12 @@ export const parseCidr = (text: string): { readonly address: string; readonly pr
   return { address, prefix, family: version === 4 ? "ipv4" : "ipv6" }
 }
 
-/** Builds the peer list from CIDR strings; throws on an entry that is not a network (config validates first). */
+/**
+ * Builds the peer list from CIDR strings; none (the default) believes any peer once hops is above 0.
+ * Throws on an entry that is not a network (the configuration is validated first).
+ */
 export const makePeerList = (cidrs: ReadonlyArray<string> | undefined): BlockList | undefined => {
-  if (cidrs === undefined) return undefined
+  if (cidrs === undefined || cidrs.length === 0) return undefined
   const list = new BlockList()
   for (const cidr of cidrs) {
     const parsed = parseCidr(cidr)

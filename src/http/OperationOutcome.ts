@@ -4,10 +4,13 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 
-export type IssueCode =
-  | "invalid" | "structure" | "value" | "required" | "login" | "forbidden" | "not-found" | "not-supported"
-  | "conflict" | "deleted" | "duplicate" | "multiple-matches" | "too-costly" | "processing" | "business-rule"
-  | "throttled" | "exception" | "transient" | "informational"
+export const issueCodes = [
+  "invalid", "structure", "value", "required", "login", "forbidden", "not-found", "not-supported",
+  "conflict", "deleted", "duplicate", "multiple-matches", "too-costly", "processing", "business-rule",
+  "throttled", "exception", "transient", "informational"
+] as const
+
+export type IssueCode = (typeof issueCodes)[number]
 
 export type Severity = "fatal" | "error" | "warning" | "information"
 

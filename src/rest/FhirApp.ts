@@ -15,6 +15,7 @@ import { history } from "./history.ts"
 import { patch } from "./patch.ts"
 import { read, vread } from "./read.ts"
 import { readResource } from "./RequestBody.ts"
+import { processBundle } from "./bundle/Bundles.ts"
 import { basePath, baseUrl, RestSettings } from "./Rest.ts"
 import { errorResponse, resourceBody } from "./respond.ts"
 import { create, remove, update } from "./write.ts"
@@ -29,7 +30,11 @@ const route = (request: FhirRequest, segments: ReadonlyArray<string>, capabiliti
   const path = `${basePath}/${segments.join("/")}`
   const [first, second, third, fourth, ...rest] = segments
   if (rest.length > 0) return Effect.fail(fail("not-found", `no route for ${path}`))
-  if (first === undefined) return method === "POST" ? notImplemented("batch and transaction Bundles") : methodNotAllowed(method, path)
+  if (first === undefined) {
+    if (method !== "POST") return method === "GET" ? notImplemented("search across resource types") : methodNotAllowed(method, path)
+    return Effect.flatMap(readResource(request.http, request.maxBodyBytes, request.catalog), (body) =>
+      processBundle(request, body, request.maxBundleEntries))
+  }
   if (first === "metadata" && second === undefined) {
     return method === "GET"
       ? Effect.map(capabilities(request.catalog), (text) => resourceBody(text, request.negotiated, request.catalog))
@@ -76,7 +81,7 @@ const decodeSegments = (path: string): ReadonlyArray<string> | FhirError => {
 }
 
 /** The FHIR app; it answers every path under `/fhir`. */
-export const make = (options: { readonly maxBodyBytes: number }) =>
+export const make = (options: { readonly maxBodyBytes: number; readonly maxBundleEntries: number }) =>
   Effect.gen(function*() {
     const cached = yield* Ref.make<{ readonly generation: number; readonly text: string } | undefined>(undefined)
     const settings = yield* RestSettings
@@ -112,7 +117,8 @@ export const make = (options: { readonly maxBodyBytes: number }) =>
         negotiated,
         base: baseUrl(settings.publicUrl, http.headers["host"]),
         catalog,
-        maxBodyBytes: options.maxBodyBytes
+        maxBodyBytes: options.maxBodyBytes,
+        maxBundleEntries: options.maxBundleEntries
       }
       return yield* route(request, segments, capabilities).pipe(
         Effect.catchTag("FhirError", (error) => Effect.succeed(errorResponse(error, negotiated, catalog))),

@@ -1,9 +1,9 @@
 /** A failure of a FHIR interaction, rendered as an OperationOutcome with the status its issue code maps to. */
 import { Schema } from "effect"
-import type { IssueCode } from "../http/OperationOutcome.ts"
+import { type IssueCode, issueCodes } from "../http/OperationOutcome.ts"
 
 export class FhirError extends Schema.TaggedError<FhirError>()("FhirError", {
-  code: Schema.String,
+  code: Schema.Literal(...issueCodes),
   diagnostics: Schema.String,
   status: Schema.optional(Schema.Number),
   expression: Schema.optional(Schema.Array(Schema.String))

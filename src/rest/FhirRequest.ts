@@ -11,6 +11,7 @@ export interface FhirRequest {
   readonly base: string
   readonly catalog: Catalog
   readonly maxBodyBytes: number
+  readonly maxBundleEntries: number
 }
 
 export const header = (request: FhirRequest, name: string): string | undefined => request.http.headers[name]

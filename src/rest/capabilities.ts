@@ -30,7 +30,7 @@ export const capabilityStatement = (catalog: Catalog, options: { readonly base: 
   rest: [{
     mode: "server",
     documentation: searchDocumentation,
-    interaction: [{ code: "history-system" }],
+    interaction: [{ code: "transaction" }, { code: "batch" }, { code: "history-system" }],
     resource: catalog.resourceTypes.map((type) => ({
       type,
       ...(catalog.structureDefinitionForType(type)?.url ? { profile: catalog.structureDefinitionForType(type)!.url } : {}),

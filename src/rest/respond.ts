@@ -45,11 +45,11 @@ export const lastUpdated = instantOf
 export const errorResponse = (error: FhirError, negotiated: Negotiated, catalog: Catalog | undefined) => {
   const outcome = operationOutcome([{
     severity: "error",
-    code: error.code as Parameters<typeof statusFor>[0],
+    code: error.code,
     diagnostics: error.diagnostics,
     ...(error.expression ? { expression: error.expression } : {})
   }])
-  const status = error.status ?? statusFor(error.code as Parameters<typeof statusFor>[0])
+  const status = error.status ?? statusFor(error.code)
   const xml = negotiated.format === "xml" && catalog !== undefined
   return HttpServerResponse.text(
     xml ? renderXml(outcome, catalog, negotiated.pretty) : JSON.stringify(outcome, null, negotiated.pretty ? 2 : undefined),

@@ -30,6 +30,11 @@ describe("client address", () => {
     expect(clientAddress("192.0.2.50", "203.0.113.7", trusted)).toBe("192.0.2.50")
   })
 
+  it("believes any peer when no networks are listed, and none of them when hops is 0", () => {
+    expect(makePeerList([])).toBeUndefined()
+    expect(clientAddress("192.0.2.50", "203.0.113.7", { hops: 1, peers: makePeerList([]) })).toBe("203.0.113.7")
+  })
+
   it("does not believe an entry that is not an IP address", () => {
     expect(clientAddress("10.0.0.2", "evil, 10.0.0.1", { hops: 2, peers: undefined })).toBe("10.0.0.2")
   })

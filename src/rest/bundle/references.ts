@@ -1,0 +1,45 @@
+/**
+ * Placeholder ids of a transaction (https://hl7.org/fhir/R4/bundle.html#references): every use of an
+ * entry's fullUrl is replaced by the reference of the resource the server created or updated, in
+ * `reference` elements, in uri/url values that equal a `urn:uuid:`/`urn:oid:` placeholder, and in
+ * the narrative's `href` and `src` attributes.
+ */
+
+const isPlaceholder = (value: string): boolean => value.startsWith("urn:uuid:") || value.startsWith("urn:oid:")
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+export interface Rewrite {
+  /** fullUrl → `Type/id` */
+  readonly replacements: ReadonlyMap<string, string>
+  /** `urn:uuid:`/`urn:oid:` references that no entry defines. */
+  readonly unresolved: Array<string>
+}
+
+const rewriteNarrative = (div: string, replacements: ReadonlyMap<string, string>): string => {
+  if (!div.includes("urn:") && !div.includes("://")) return div
+  let out = div
+  for (const [from, to] of replacements) {
+    if (!out.includes(from)) continue
+    out = out.replace(new RegExp(`((?:href|src)\\s*=\\s*["'])${escapeRegExp(from)}(["'])`, "g"), `$1${to}$2`)
+  }
+  return out
+}
+
+/** A copy of `value` with the placeholders replaced; unresolved `urn:` references are collected. */
+export const rewrite = (value: unknown, state: Rewrite, key = ""): unknown => {
+  if (typeof value === "string") {
+    const replaced = state.replacements.get(value)
+    if (replaced !== undefined && (key === "reference" || isPlaceholder(value))) return replaced
+    if (key === "reference" && isPlaceholder(value)) state.unresolved.push(value)
+    if (key === "div") return rewriteNarrative(value, state.replacements)
+    return value
+  }
+  if (Array.isArray(value)) return value.map((item) => rewrite(item, state, key))
+  if (typeof value === "object" && value !== null) {
+    const out: Record<string, unknown> = {}
+    for (const [name, item] of Object.entries(value)) out[name] = rewrite(item, state, name)
+    return out
+  }
+  return value
+}

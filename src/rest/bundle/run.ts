@@ -1,0 +1,130 @@
+/** One Bundle entry as an interaction, inside the Writer transaction (transaction) or its own (batch). */
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect } from "effect"
+import { fhirPathPatch } from "../patch/fhirPathPatch.ts"
+import { jsonPatch } from "../patch/jsonPatch.ts"
+import { readCurrent, readVersion, type VersionRow } from "../../store/reads.ts"
+import { instantOf } from "../../store/ResourceStore.ts"
+import { ifMatchVersion, knownType } from "../checks.ts"
+import { type CommandEnv, createCommand, deleteCommand, type Patcher, patchCommand, updateCommand, type Written } from "../commands.ts"
+import { fail, FhirError } from "../FhirError.ts"
+import type { Entry } from "./entries.ts"
+
+/** What goes into `entry.response` (and `entry.resource`) of the response Bundle. */
+export interface EntryResult {
+  readonly status: number
+  readonly location?: string | undefined
+  readonly etag?: string | undefined
+  readonly lastModified?: string | undefined
+  /** The resource's JSON text, as stored. */
+  readonly resource?: string | undefined
+}
+
+const statusTexts: Record<number, string> = {
+  200: "OK", 201: "Created", 204: "No Content", 304: "Not Modified", 400: "Bad Request", 401: "Unauthorized",
+  403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable", 409: "Conflict", 410: "Gone",
+  412: "Precondition Failed", 413: "Payload Too Large", 415: "Unsupported Media Type", 422: "Unprocessable Entity",
+  429: "Too Many Requests", 500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable"
+}
+
+export const statusLine = (status: number): string => `${status} ${statusTexts[status] ?? ""}`.trim()
+
+const notAvailable = (what: string) => fail("not-supported", `${what} is not available in this build yet`, 501)
+
+/** Conditional interactions and searches need search, which this build does not have yet. */
+export const unsupported = (entry: Entry): FhirError | undefined => {
+  if (entry.ifNoneExist !== undefined) return notAvailable("conditional create (ifNoneExist)")
+  if (entry.query !== undefined && entry.method !== "GET" && entry.method !== "HEAD") return notAvailable(`conditional ${entry.method}`)
+  if (entry.method === "GET" || entry.method === "HEAD") {
+    if (entry.target._tag === "type" || entry.query !== undefined) return notAvailable("search")
+    if (entry.target._tag === "history" || entry.target._tag === "metadata") return notAvailable(`${entry.url} inside a Bundle`)
+  }
+  if ((entry.method === "PUT" || entry.method === "PATCH" || entry.method === "DELETE") && entry.target._tag !== "instance") {
+    return fail("invalid", `${entry.method} needs a URL of the form Type/id, not ${entry.url}`)
+  }
+  if (entry.method === "POST" && entry.target._tag !== "type") return fail("invalid", `POST needs a URL of the form Type, not ${entry.url}`)
+  return undefined
+}
+
+const decodeBase64Json = (data: unknown): unknown => {
+  if (typeof data !== "string") return undefined
+  try {
+    return JSON.parse(Buffer.from(data, "base64").toString("utf8"))
+  } catch {
+    return undefined
+  }
+}
+
+/** The patch an entry carries: a Parameters resource (FHIRPath Patch) or a Binary holding a JSON Patch. */
+const patcherOf = (resource: Record<string, unknown>): Patcher | FhirError => {
+  if (resource["resourceType"] === "Parameters") return (target) => fhirPathPatch(target, resource)
+  if (resource["resourceType"] === "Binary" && resource["contentType"] === "application/json-patch+json") {
+    const operations = decodeBase64Json(resource["data"])
+    if (operations === undefined) return fail("structure", "the Binary's data is not base64 of a JSON Patch document")
+    return (target) => jsonPatch(target, operations)
+  }
+  return fail("invalid", "a PATCH entry carries a Parameters resource (FHIRPath Patch) or a Binary with contentType application/json-patch+json")
+}
+
+const fromWritten = (written: Written, commitTs: number): EntryResult => ({
+  status: written.created ? 201 : 200,
+  location: `${written.type}/${written.id}/_history/${written.stored.version}`,
+  etag: `W/"${written.stored.version}"`,
+  lastModified: instantOf(commitTs),
+  resource: written.stored.content
+})
+
+const fromRead = (entry: Entry, row: VersionRow | undefined, what: string): Effect.Effect<EntryResult, FhirError> => {
+  if (row === undefined) return Effect.fail(fail("not-found", `${what} is not known`))
+  if (row.content === null) return Effect.fail(fail("deleted", `${what} was deleted`))
+  const etag = `W/"${row.version}"`
+  if (entry.ifNoneMatch !== undefined && entry.ifNoneMatch.split(",").some((tag) => tag.trim() === etag)) {
+    return Effect.succeed({ status: 304, etag })
+  }
+  return Effect.succeed({ status: 200, etag, lastModified: instantOf(row.commitTs), resource: row.content })
+}
+
+/** Runs one entry; `id` is the id assigned in advance to a POST. */
+export const runEntry = (env: CommandEnv, entry: Entry, resource: Record<string, unknown> | undefined, id: string | undefined): Effect.Effect<EntryResult, FhirError | SqlError> =>
+  Effect.gen(function*() {
+    const unsupportedEntry = unsupported(entry)
+    if (unsupportedEntry) return yield* unsupportedEntry
+    const target = entry.target
+    const expected = ifMatchVersion(entry.ifMatch)
+    if (expected instanceof FhirError) return yield* expected
+    switch (entry.method) {
+      case "POST": {
+        if (target._tag !== "type") return yield* fail("invalid", `POST needs a URL of the form Type`)
+        return fromWritten(yield* createCommand(env, target.type, resource!, id), env.commit.commitTs)
+      }
+      case "PUT": {
+        if (target._tag !== "instance") return yield* fail("invalid", `PUT needs a URL of the form Type/id`)
+        return fromWritten(yield* updateCommand(env, target.type, target.id, resource!, expected), env.commit.commitTs)
+      }
+      case "PATCH": {
+        if (target._tag !== "instance") return yield* fail("invalid", `PATCH needs a URL of the form Type/id`)
+        const patcher = patcherOf(resource!)
+        if (patcher instanceof FhirError) return yield* patcher
+        return fromWritten(yield* patchCommand(env, target.type, target.id, patcher, expected), env.commit.commitTs)
+      }
+      case "DELETE": {
+        if (target._tag !== "instance") return yield* fail("invalid", `DELETE needs a URL of the form Type/id`)
+        const deleted = yield* deleteCommand(env, target.type, target.id)
+        return { status: 204, etag: `W/"${deleted.version}"` }
+      }
+      case "GET":
+      case "HEAD": {
+        if (target._tag === "instance") {
+          const unknownType = knownType(env.catalog, target.type)
+          if (unknownType) return yield* unknownType
+          return yield* fromRead(entry, yield* readCurrent(env.sql, target.type, target.id), `${target.type}/${target.id}`)
+        }
+        if (target._tag === "version") {
+          const version = /^[1-9]\d{0,9}$/.test(target.version) ? Number(target.version) : 0
+          const row = version === 0 ? undefined : yield* readVersion(env.sql, target.type, target.id, version)
+          return yield* fromRead(entry, row, `${target.type}/${target.id}/_history/${target.version}`)
+        }
+        return yield* notAvailable(`${entry.url} inside a Bundle`)
+      }
+    }
+  })
