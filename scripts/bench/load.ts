@@ -16,6 +16,8 @@ export interface LoadOptions {
 
 export interface Measurement {
   readonly reqPerSec: number
+  /** Resources created per second, for workloads that create several per request (the ingest). */
+  readonly resourcesPerSec?: number
   readonly medianMs: number
   readonly p99Ms: number
   /** 2xx responses in the measured run */

@@ -24,7 +24,7 @@ export interface Report {
   /** Other work on the machine skews every figure: 1, 5 and 15 minute load averages when the run began. */
   readonly loadAverageAtStart: ReadonlyArray<number>
   readonly quick: boolean
-  readonly settings: { readonly seconds: number; readonly warmupSeconds: number; readonly poolSize: number }
+  readonly settings: { readonly seconds: number; readonly warmupSeconds: number; readonly poolSize: number; readonly syntheaBundles: number }
   readonly workloads: ReadonlyArray<{ readonly name: string; readonly description: string; readonly connections: number; readonly target: string }>
   readonly rows: ReadonlyArray<Row>
   /** Lifetime peak RSS (MB) of each server process, as the kernel counts it. */
@@ -38,12 +38,13 @@ const fixed = (value: number | undefined, digits: number): string =>
 const percent = (ratio: number | undefined): string => (ratio === undefined ? "-" : `${Math.round(ratio * 100)}%`)
 
 export const formatTable = (rows: ReadonlyArray<Row>): string => {
-  const header = ["workload", "backend", "conns", "req/s", "median ms", "p99 ms", "peak RSS MB", "floor ratio", "target"]
+  const header = ["workload", "backend", "conns", "req/s", "res/s", "median ms", "p99 ms", "peak RSS MB", "floor ratio", "target"]
   const body = rows.map((row) => [
     row.workload,
     row.server === "svc" ? row.backend : `floor (${row.backend})`,
     String(row.connections),
-    fixed(row.reqPerSec, 0),
+    fixed(row.reqPerSec, row.resourcesPerSec === undefined ? 0 : 1),
+    fixed(row.resourcesPerSec, 0),
     fixed(row.medianMs, 2),
     fixed(row.p99Ms, 2),
     fixed(row.peakRssMb, 0),
@@ -51,7 +52,7 @@ export const formatTable = (rows: ReadonlyArray<Row>): string => {
     row.target === "" ? "" : `${row.target}: ${row.met === undefined ? "?" : row.met ? "met" : "MISSED"}`
   ])
   const widths = header.map((title, column) => Math.max(title.length, ...body.map((cells) => cells[column]?.length ?? 0)))
-  const numeric = new Set([2, 3, 4, 5, 6, 7])
+  const numeric = new Set([2, 3, 4, 5, 6, 7, 8])
   const line = (cells: ReadonlyArray<string>) =>
     `| ${cells.map((cell, column) => (numeric.has(column) ? cell.padStart(widths[column] ?? 0) : cell.padEnd(widths[column] ?? 0))).join(" | ")} |`
   return [line(header), `|${widths.map((width, column) => (numeric.has(column) ? `${"-".repeat(width + 1)}:` : "-".repeat(width + 2))).join("|")}|`, ...body.map(line)].join("\n")

@@ -1,6 +1,7 @@
 /**
- * `npm run bench [-- --quick] [-- --sqlite-only]`: measures svc over HTTP on SQLite (and Postgres
- * when one answers) against the floor, a bare node:http + better-sqlite3 server, in one run.
+ * `npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest]`: measures svc over HTTP on
+ * SQLite (and Postgres when one answers) against the floor, a bare node:http + better-sqlite3
+ * server, in one run; then the Synthea ingest on a svc with the real R4 packages.
  * Prints one table and writes the same figures to bench/results/<YYYY-MM-DD>T<HH-MM>.json.
  * See docs/performance.md.
  */
@@ -15,15 +16,22 @@ import { watchMemory } from "./memory.ts"
 import { createBenchDatabase, postgresUnavailable, shownAdminUrl } from "./postgres.ts"
 import { formatTable, type Report, type Row, writeJson } from "./report.ts"
 import { seedFloor, seedSvc } from "./seed.ts"
-import { type Backend, root, startFloor, startSvc } from "./servers.ts"
-import { describeGoal, readById, type Target, type Workload, workloads } from "./workloads.ts"
+import { syntheaMissing } from "./ingest.ts"
+import { type Backend, npmRegistry, type Packages, root, startFloor, startSvc } from "./servers.ts"
+import { describeGoal, type DrivenWorkload, isDriven, type LoadWorkload, quickBundles, readById, type Target, type Workload, workloads } from "./workloads.ts"
 
-const usage = `usage: npm run bench [-- --quick] [-- --sqlite-only]
-  --quick        3 s per workload after a 2 s warm-up (default 10 s after 5 s)
-  --sqlite-only  skip Postgres even when a server answers`
+const usage = `usage: npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest]
+  --quick        3 s per workload after a 2 s warm-up (default 10 s after 5 s); ${quickBundles} Synthea bundles (default all 55)
+  --sqlite-only  skip Postgres even when a server answers
+  --skip-ingest  skip the Synthea ingest (it needs the npm registry once, for the real R4 packages)`
 
 const { values: flags } = parseArgs({
-  options: { quick: { type: "boolean" }, "sqlite-only": { type: "boolean" }, help: { type: "boolean", short: "h" } }
+  options: {
+    quick: { type: "boolean" },
+    "sqlite-only": { type: "boolean" },
+    "skip-ingest": { type: "boolean" },
+    help: { type: "boolean", short: "h" }
+  }
 })
 if (flags.help) {
   console.log(usage)
@@ -32,10 +40,32 @@ if (flags.help) {
 
 const quick = flags.quick === true
 // The warm-up is long because svc's read path needs a few seconds of JIT before its figures settle.
-const settings = { seconds: quick ? 3 : 10, warmupSeconds: quick ? 2 : 5, poolSize: 1000 }
+const settings = { seconds: quick ? 3 : 10, warmupSeconds: quick ? 2 : 5, poolSize: 1000, syntheaBundles: quick ? quickBundles : 55 }
 const progress = (message: string) => console.error(`[bench] ${message}`)
 
 type Measured = Omit<Row, "floorRatio" | "met">
+
+const load = async (target: Target, workload: LoadWorkload, startWindow: () => void) => {
+  progress(`${target.server} ${target.backend}: ${workload.name}, ${workload.connections} connections, ${settings.warmupSeconds} s warm-up + ${settings.seconds} s`)
+  const requests = await workload.prepare(target)
+  startWindow()
+  return runLoad({
+    url: target.url,
+    requests,
+    connections: workload.connections,
+    warmupSeconds: settings.warmupSeconds,
+    seconds: settings.seconds,
+    signal: interrupted.signal
+  })
+}
+
+const drive = async (target: Target, workload: DrivenWorkload, startWindow: () => void) => {
+  const options = { quick, signal: interrupted.signal }
+  progress(`${target.server} ${target.backend}: ${workload.name}, ${workload.connections} connections, ${workload.progress(options)} after a warm-up`)
+  await workload.warmUp(target, options)
+  startWindow()
+  return workload.drive(target, options)
+}
 
 /** Runs `list` against a started server, each workload in its own memory window. */
 const measureAll = async (child: Child, target: Target, list: ReadonlyArray<Workload>): Promise<Array<Measured>> => {
@@ -43,17 +73,7 @@ const measureAll = async (child: Child, target: Target, list: ReadonlyArray<Work
   const measured: Array<Measured> = []
   try {
     for (const workload of list) {
-      progress(`${target.server} ${target.backend}: ${workload.name}, ${workload.connections} connections, ${settings.warmupSeconds} s warm-up + ${settings.seconds} s`)
-      const requests = await workload.prepare(target)
-      memory.startWindow()
-      const measurement = await runLoad({
-        url: target.url,
-        requests,
-        connections: workload.connections,
-        warmupSeconds: settings.warmupSeconds,
-        seconds: settings.seconds,
-        signal: interrupted.signal
-      })
+      const measurement = isDriven(workload) ? await drive(target, workload, memory.startWindow) : await load(target, workload, memory.startWindow)
       measured.push({
         workload: workload.name,
         server: target.server,
@@ -64,7 +84,8 @@ const measureAll = async (child: Child, target: Target, list: ReadonlyArray<Work
         target: describeGoal(workload.goal)
       })
     }
-    serverPeakRssMb[`${target.server}-${target.backend}`] = memory.lifetimePeakMb()
+    // svc-sqlite, svc-postgres, svc-sqlite-r4 (the server with the real R4 packages), ..., floor-better-sqlite3
+    serverPeakRssMb[child.name.startsWith("svc") ? child.name : `${target.server}-${target.backend}`] = memory.lifetimePeakMb()
     return measured
   } finally {
     memory.stop()
@@ -88,16 +109,43 @@ const benchSvc = async (backend: Backend, workDir: string): Promise<Array<Measur
   const child = await startSvc(backend, workDir)
   progress(`svc ${backend.kind}: creating ${settings.poolSize} Patients`)
   const ids = await seedSvc(child.url, settings.poolSize)
-  const measured = await measureAll(child, { server: "svc", backend: backend.kind, url: child.url, ids }, workloads)
+  const measured = await measureAll(child, { server: "svc", backend: backend.kind, url: child.url, ids }, workloads.filter((w) => !isDriven(w)))
   await child.stop()
   return measured
+}
+
+/** The driven workloads, on a svc of their own with the real R4 packages, on a fresh database. */
+const benchSvcR4 = async (backend: Backend, workDir: string, packages: Packages): Promise<Array<Measured>> => {
+  progress(`svc ${backend.kind} with the real R4 packages: starting (a first start installs them)`)
+  const child = await startSvc(backend, workDir, packages)
+  const measured = await measureAll(child, { server: "svc", backend: backend.kind, url: child.url, ids: [] }, workloads.filter(isDriven))
+  await child.stop()
+  return measured
+}
+
+/** The real R4 packages for the driven workloads, or undefined (with a notice) when they are skipped. */
+const r4Packages = async (): Promise<Packages | undefined> => {
+  if (!workloads.some(isDriven)) return undefined
+  const skipped = (why: string) => {
+    notices.push(`Synthea ingest skipped: ${why}`)
+    progress(notices[notices.length - 1] ?? "")
+    return undefined
+  }
+  if (flags["skip-ingest"]) return skipped("--skip-ingest")
+  const missing = syntheaMissing()
+  if (missing !== undefined) return skipped(missing)
+  const registry = await npmRegistry()
+  return "why" in registry ? skipped(registry.why) : { kind: "r4", registry: registry.registry }
 }
 
 const withRatios = (measured: ReadonlyArray<Measured>): Array<Row> => {
   const floorRead = measured.find((m) => m.server === "floor" && m.workload === readById.name)?.reqPerSec
   return measured.map((m) => {
-    const floorRatio = m.server === "svc" && floorRead !== undefined && floorRead > 0 ? m.reqPerSec / floorRead : undefined
-    const goal = workloads.find((w) => w.name === m.workload)?.goal
+    const workload = workloads.find((w) => w.name === m.workload)
+    // A driven workload's requests (whole transactions) are not comparable with the floor's reads.
+    const comparable = m.server === "svc" && workload !== undefined && !isDriven(workload)
+    const floorRatio = comparable && floorRead !== undefined && floorRead > 0 ? m.reqPerSec / floorRead : undefined
+    const goal = workload?.goal
     const checks: Array<boolean> = []
     if (m.server === "svc" && goal?.minFloorRatio !== undefined && floorRatio !== undefined) checks.push(floorRatio >= goal.minFloorRatio)
     if (m.server === "svc" && goal?.maxP99Ms !== undefined) checks.push(m.p99Ms <= goal.maxP99Ms)
@@ -113,8 +161,10 @@ const main = async (): Promise<void> => {
   const workDir = mkdtempSync(join(tmpdir(), "svc-bench-"))
   onCleanup("removing the temporary directory", () => rmSync(workDir, { recursive: true, force: true }))
 
+  const packages = await r4Packages()
   const measured: Array<Measured> = [...(await benchFloor(workDir))]
   measured.push(...(await benchSvc({ kind: "sqlite", file: join(workDir, "svc.sqlite") }, workDir)))
+  if (packages !== undefined) measured.push(...(await benchSvcR4({ kind: "sqlite", file: join(workDir, "svc-r4.sqlite") }, workDir, packages)))
 
   if (flags["sqlite-only"]) {
     notices.push("Postgres skipped: --sqlite-only")
@@ -128,6 +178,12 @@ const main = async (): Promise<void> => {
       const drop = onCleanup("dropping the Postgres database", database.drop)
       measured.push(...(await benchSvc({ kind: "postgres", url: database.url }, workDir)))
       await drop()
+      if (packages !== undefined) {
+        const r4Database = await createBenchDatabase()
+        const dropR4 = onCleanup("dropping the Postgres database", r4Database.drop)
+        measured.push(...(await benchSvcR4({ kind: "postgres", url: r4Database.url }, workDir, packages)))
+        await dropR4()
+      }
     }
   }
 
@@ -142,7 +198,7 @@ const main = async (): Promise<void> => {
   const file = writeJson(report)
 
   console.log(`svc bench${quick ? " (quick)" : ""}: ${settings.seconds} s per workload after ${settings.warmupSeconds} s warm-up, ` +
-    `pool of ${settings.poolSize} Patients, ${cpus().length} CPUs (load average ${loadAverageAtStart.join(" ")} at start), Node ${process.version}`)
+    `pool of ${settings.poolSize} Patients, ${settings.syntheaBundles} Synthea bundles per ingest, ${cpus().length} CPUs (load average ${loadAverageAtStart.join(" ")} at start), Node ${process.version}`)
   console.log("")
   console.log(formatTable(rows))
   console.log("")

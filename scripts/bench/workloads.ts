@@ -1,10 +1,13 @@
 /**
  * The workloads of `npm run bench`. A workload is a small object: its name, how many connections
- * drive it, whether the floor runs it too, its target, and `prepare`, which readies the server
- * under test and returns the requests autocannon cycles through. To add one (search, Synthea
- * ingest, ...), write it here and append it to `workloads`.
+ * drive it, whether the floor runs it too, its target, and either `prepare`, which readies the
+ * server under test and returns the requests autocannon cycles through for the measured duration,
+ * or `drive`, which runs the whole workload itself once and measures it (the Synthea ingest). To
+ * add one (search, ...), write it here and append it to `workloads`.
  */
 import type autocannon from "autocannon"
+import { loadSynthea, runIngest } from "./ingest.ts"
+import type { Measurement } from "./load.ts"
 import { samplePatient } from "./patients.ts"
 
 /** The server a workload runs against, with the pool of Patient ids created on it beforehand. */
@@ -25,15 +28,37 @@ export interface Goal {
   readonly maxP99Ms?: number
 }
 
-export interface Workload {
+interface Common {
   readonly name: string
   readonly description: string
   readonly connections: number
   /** Whether the floor server runs it too (the floor only answers reads by id). */
   readonly onFloor: boolean
   readonly goal?: Goal
+}
+
+/** Driven by autocannon for the measured duration, on svc with the stand-in packages (Patient, Observation). */
+export interface LoadWorkload extends Common {
   readonly prepare: (target: Target) => Promise<Array<autocannon.Request>>
 }
+
+export interface DriveOptions {
+  readonly quick: boolean
+  readonly signal: AbortSignal
+}
+
+/** Runs itself once, on a svc of its own with the real R4 packages (on a fresh database). */
+export interface DrivenWorkload extends Common {
+  /** What to say while it runs. */
+  readonly progress: (options: DriveOptions) => string
+  /** Readies the server with what is not measured (a warm-up). */
+  readonly warmUp: (target: Target, options: DriveOptions) => Promise<void>
+  readonly drive: (target: Target, options: DriveOptions) => Promise<Measurement>
+}
+
+export type Workload = LoadWorkload | DrivenWorkload
+
+export const isDriven = (workload: Workload): workload is DrivenWorkload => "drive" in workload
 
 const fhirJson = { "content-type": "application/fhir+json", accept: "application/fhir+json" }
 
@@ -101,8 +126,36 @@ export const update: Workload = {
   }
 }
 
-/** In the order they run: reads come after creates so the pool and the table have grown a little. */
-export const workloads: ReadonlyArray<Workload> = [create, readById, update]
+/** Bundles sent in a quick run; a full run sends all 55 (13,792 resources). */
+export const quickBundles = 10
+
+/**
+ * The Synthea patients as transaction Bundles (`POST /fhir`), each bundle once, by `connections`
+ * clients. The warm-up sends the first few bundles once beforehand (the server's JIT, and the
+ * catalog of the real packages, warm up on them), so the first measured run is not penalised.
+ */
+const ingest = (connections: number): DrivenWorkload => ({
+  name: "ingest",
+  description: `POST /fhir: the Synthea R4 transaction Bundles (one patient each, 100-600 entries, urn:uuid references), each once (${quickBundles} in a quick run), ` +
+    `${connections === 1 ? "one client" : `${connections} clients`} sending the next when the last is answered; res/s counts the resources of the 2xx answers`,
+  connections,
+  onFloor: false,
+  progress: ({ quick }) => `${quick ? quickBundles : "all"} Synthea bundles`,
+  warmUp: async (target, { quick, signal }) => {
+    await runIngest({ url: target.url, bundles: loadSynthea(quick ? 1 : 5), connections: 1, signal })
+  },
+  drive: (target, { quick, signal }) =>
+    runIngest({ url: target.url, bundles: loadSynthea(quick ? quickBundles : undefined), connections, signal })
+})
+
+export const ingestOne = ingest(1)
+export const ingestFour = ingest(4)
+
+/**
+ * In the order they run: reads come after creates so the pool and the table have grown a little.
+ * The driven workloads run after the others, on their own server.
+ */
+export const workloads: ReadonlyArray<Workload> = [create, readById, update, ingestOne, ingestFour]
 
 export const describeGoal = (goal: Goal | undefined): string => {
   const parts: Array<string> = []

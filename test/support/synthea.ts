@@ -1,0 +1,74 @@
+/**
+ * The Synthea R4 transaction Bundles beside the project (`../shared/data/synthea`, see
+ * `../shared/data/README.md`): one patient each, `urn:uuid:` fullUrls, every entry a POST. Tests
+ * that need them skip with a notice when the folder is absent, except under CI=true.
+ */
+import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+export const syntheaDir = fileURLToPath(new URL("../../../shared/data/synthea/", import.meta.url))
+
+const present = existsSync(syntheaDir) && readdirSync(syntheaDir).some((file) => file.endsWith(".json"))
+
+/** Skip the Synthea tests: the data is absent and this is not CI (under CI=true they run, and fail). */
+export const skipSynthea = !present && process.env["CI"] !== "true"
+if (skipSynthea) console.warn(`NOTICE: Synthea tests skipped: no bundles in ../shared/data/synthea (CI=true makes this a failure)`)
+
+export interface Entry {
+  readonly fullUrl: string
+  readonly resource: Record<string, any>
+  readonly request: { readonly method: string; readonly url: string }
+}
+
+export interface SyntheaBundle {
+  /** The file name, for messages. */
+  readonly file: string
+  /** The Bundle as read, never changed. */
+  readonly bundle: { readonly resourceType: "Bundle"; readonly type: string; readonly entry: ReadonlyArray<Entry> }
+  /** The file's text, to send as is. */
+  readonly text: string
+}
+
+/** Every bundle, in file-name order; fails when the folder is absent. */
+export const loadSynthea = (): ReadonlyArray<SyntheaBundle> => {
+  if (!present) throw new Error(`no Synthea bundles in ${syntheaDir} (see ../shared/data/README.md)`)
+  return readdirSync(syntheaDir)
+    .filter((file) => file.endsWith(".json"))
+    .sort()
+    .map((file) => {
+      const text = readFileSync(join(syntheaDir, file), "utf8")
+      return { file, text, bundle: JSON.parse(text) }
+    })
+}
+
+/** How many resources of each type the bundles hold. */
+export const countByType = (bundles: ReadonlyArray<SyntheaBundle>): Map<string, number> => {
+  const counts = new Map<string, number>()
+  for (const { bundle } of bundles) {
+    for (const entry of bundle.entry) counts.set(entry.resource.resourceType, (counts.get(entry.resource.resourceType) ?? 0) + 1)
+  }
+  return counts
+}
+
+/**
+ * Every `reference` string in `value`, at any depth (contained resources included), keyed by its
+ * path (`subject.reference`, `contained[0].patient.reference`, ...): FHIR keeps array order, so the
+ * same path names the same reference in what was sent and what is read back.
+ */
+export const referencesIn = (value: unknown, path = ""): Map<string, string> => {
+  const found = new Map<string, string>()
+  const walk = (node: unknown, at: string): void => {
+    if (Array.isArray(node)) {
+      node.forEach((item, index) => walk(item, `${at}[${index}]`))
+    } else if (typeof node === "object" && node !== null) {
+      for (const [key, child] of Object.entries(node)) {
+        const childPath = at === "" ? key : `${at}.${key}`
+        if (key === "reference" && typeof child === "string") found.set(childPath, child)
+        else walk(child, childPath)
+      }
+    }
+  }
+  walk(value, path)
+  return found
+}
