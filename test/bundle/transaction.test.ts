@@ -104,6 +104,20 @@ for (const backend of backends) {
           expect(stale.json.issue[0].diagnostics).toContain("Bundle.entry[0]")
         }))
 
+      it.effect("answers 304 to GET entries with ifNoneMatch or ifModifiedSince when unchanged", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const { json: a } = yield* call("POST", `${base}/Patient`, { body: { resourceType: "Patient" } })
+          const reply = yield* call("POST", base, {
+            body: bundle("batch", [
+              { request: { method: "GET", url: `Patient/${a.id}`, ifNoneMatch: 'W/"1"' } },
+              { request: { method: "GET", url: `Patient/${a.id}`, ifModifiedSince: "2999-01-01T00:00:00Z" } },
+              { request: { method: "GET", url: `Patient/${a.id}`, ifModifiedSince: "2000-01-01T00:00:00Z" } }
+            ])
+          })
+          expect(reply.json.entry.map((e: any) => e.response.status)).toEqual(["304 Not Modified", "304 Not Modified", "200 OK"])
+        }))
+
       it.effect("runs batch entries on their own: a failure stays in its entry", () =>
         Effect.gen(function*() {
           const { base } = yield* Server

@@ -81,6 +81,8 @@ const fromRead = (entry: Entry, row: VersionRow | undefined, what: string): Effe
   if (entry.ifNoneMatch !== undefined && entry.ifNoneMatch.split(",").some((tag) => tag.trim() === etag)) {
     return Effect.succeed({ status: 304, etag })
   }
+  const since = entry.ifModifiedSince === undefined ? Number.NaN : Date.parse(entry.ifModifiedSince)
+  if (!Number.isNaN(since) && Math.floor(row.commitTs / 1000) <= since) return Effect.succeed({ status: 304, etag })
   return Effect.succeed({ status: 200, etag, lastModified: instantOf(row.commitTs), resource: row.content })
 }
 
