@@ -1,0 +1,111 @@
+/**
+ * The SearchParameter expressions of R4, made cheap to run on one resource type.
+ *
+ * - A union over many resource types (`AllergyIntolerance.patient | CarePlan.subject... | ...`) is cut at its
+ *   top-level `|` and only the branches that can apply to the type are kept and compiled, once per catalog.
+ * - `resolve()` cannot fetch here. R4 only uses it as `resolve() is Type` (`subject.where(resolve() is
+ *   Patient)`), which is rewritten to `refIs('Type')`: true when the reference text (`Type/id`, an absolute
+ *   URL ending in `Type/id`) or `Reference.type` names that type; a contained `#id` reference reads false.
+ * - The first element a branch reads (`Observation.code` reads `code`, `value[x]` its choices) is noted,
+ *   so that a resource without it skips the evaluation entirely.
+ */
+import fhirpath from "fhirpath"
+import r4 from "fhirpath/fhir-context/r4"
+import type { UserInvocationTable } from "fhirpath"
+
+export type Evaluate = (resource: unknown) => ReadonlyArray<unknown>
+
+const referencedType = (reference: unknown): string | undefined => {
+  if (typeof reference !== "object" || reference === null) return undefined
+  const json = reference as Readonly<Record<string, unknown>>
+  const text = json["reference"]
+  if (typeof text === "string") {
+    const match = /(?:^|\/)([A-Z][A-Za-z]+)\/[A-Za-z0-9\-.]{1,64}(?:\/_history\/[^/]+)?$/.exec(text)
+    if (match !== null) return match[1]
+  }
+  return typeof json["type"] === "string" ? json["type"] : undefined
+}
+
+const invocations: UserInvocationTable = {
+  refIs: {
+    fn: (references: ReadonlyArray<unknown>, type: string) => [references.some((reference) => referencedType(reference) === type)],
+    arity: { 1: ["String"] }
+  }
+}
+
+const options = { resolveInternalTypes: false, userInvocationTable: invocations }
+
+/** Compiles an expression, relative to `base` (an element path) when given; undefined when it does not parse. */
+export const compile = (expression: string, base?: string): Evaluate | undefined => {
+  try {
+    const path = base === undefined ? expression : { base, expression }
+    const evaluate: (resource: unknown) => ReadonlyArray<unknown> = fhirpath.compile(path, r4, options)
+    return evaluate
+  } catch {
+    return undefined
+  }
+}
+
+/** Splits at the `|` that are outside parentheses, brackets and quotes. */
+export const splitUnion = (expression: string): ReadonlyArray<string> => {
+  const branches: Array<string> = []
+  let depth = 0
+  let quote: string | undefined
+  let start = 0
+  for (let i = 0; i < expression.length; i++) {
+    const c = expression[i]
+    if (quote !== undefined) {
+      if (c === "\\") i++
+      else if (c === quote) quote = undefined
+    } else if (c === "'" || c === "`" || c === '"') quote = c
+    else if (c === "(" || c === "[") depth++
+    else if (c === ")" || c === "]") depth--
+    else if (c === "|" && depth === 0) {
+      branches.push(expression.slice(start, i).trim())
+      start = i + 1
+    }
+  }
+  branches.push(expression.slice(start).trim())
+  return branches.filter((branch) => branch !== "")
+}
+
+export const rewriteResolve = (expression: string): string =>
+  expression.replace(/resolve\(\)\s+is\s+([A-Za-z]+)/g, "refIs('$1')")
+
+export interface Prepared {
+  /** The branches that apply, joined again; undefined when none does. */
+  readonly expression: string | undefined
+  /** The top-level JSON keys the expression reads, or undefined when it cannot be told (always evaluate). */
+  readonly keys: ReadonlyArray<string> | undefined
+}
+
+const computed = /\b(exists|empty|not|count|iif|all|allTrue|anyTrue)\(|\s(and|or|xor|implies)\s/
+
+/**
+ * The part of `expression` that applies to resources of `type`. `isTypeName` tells type names
+ * (`Patient`, `Resource`) from element names; `ancestors` are the type and the types it derives from.
+ */
+export const prepare = (
+  expression: string,
+  type: string,
+  ancestors: ReadonlyArray<string>,
+  isTypeName: (name: string) => boolean
+): Prepared => {
+  const kept: Array<string> = []
+  const keys = new Set<string>()
+  let always = false
+  for (const branch of splitUnion(expression)) {
+    const head = /^\(*\s*([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?/.exec(branch)
+    const first = head?.[1]
+    if (first !== undefined && /^[A-Z]/.test(first) && isTypeName(first) && !ancestors.includes(first)) continue
+    kept.push(rewriteResolve(branch))
+    const element = first !== undefined && /^[A-Z]/.test(first) ? head?.[2] : first
+    if (element === undefined || computed.test(branch)) always = true
+    else {
+      keys.add(element)
+      for (const choice of r4.choiceTypePaths[`${type}.${element}`] ?? []) keys.add(element + choice)
+    }
+  }
+  if (kept.length === 0) return { expression: undefined, keys: [] }
+  return { expression: kept.join(" | "), keys: always ? undefined : [...keys] }
+}

@@ -1,0 +1,114 @@
+/**
+ * What extraction needs of the catalog for one resource type, built on first use and kept per catalog
+ * generation in a WeakMap keyed by the Catalog object: a new generation is a new object, so old plans go
+ * with it. Only known resource types get a plan, so request data cannot grow it.
+ */
+import type { Catalog, SearchParameterDef } from "../../catalog/Catalog.ts"
+import { compile, type Evaluate, prepare } from "./expressions.ts"
+import { elementPath, type FhirNode } from "./nodes.ts"
+
+export interface ComponentPlan {
+  readonly type: string
+  readonly code: string
+  readonly expression: string
+}
+
+export interface ParameterPlan {
+  readonly param: SearchParameterDef
+  readonly evaluate: Evaluate
+  /** Top-level keys of which one must be present for the expression to yield anything; undefined: always run. */
+  readonly keys: ReadonlyArray<string> | undefined
+  readonly components: ReadonlyArray<ComponentPlan>
+}
+
+export interface TypePlan {
+  readonly parameters: ReadonlyArray<ParameterPlan>
+  /** Parameters whose expression did not compile, by code. */
+  readonly uncompiled: ReadonlyArray<string>
+  readonly codeSystem: (node: FhirNode) => string | null
+  /** A component expression compiled relative to the element path it runs on. */
+  readonly component: (expression: string, base: string) => Evaluate | undefined
+}
+
+const plans = new WeakMap<Catalog, Map<string, TypePlan>>()
+
+export const planFor = (catalog: Catalog, type: string): TypePlan | undefined => {
+  if (!catalog.isResourceType(type)) return undefined
+  let byType = plans.get(catalog)
+  if (byType === undefined) {
+    byType = new Map()
+    plans.set(catalog, byType)
+  }
+  let plan = byType.get(type)
+  if (plan === undefined) {
+    plan = buildPlan(catalog, type)
+    byType.set(type, plan)
+  }
+  return plan
+}
+
+const ancestorsOf = (catalog: Catalog, type: string): ReadonlyArray<string> => {
+  const chain = [type]
+  let sd = catalog.structureDefinitionForType(type)
+  while (sd?.baseDefinition !== undefined) {
+    sd = catalog.structureDefinition(sd.baseDefinition)
+    if (sd === undefined || chain.includes(sd.type)) break
+    chain.push(sd.type)
+  }
+  return chain
+}
+
+const buildPlan = (catalog: Catalog, type: string): TypePlan => {
+  const ancestors = ancestorsOf(catalog, type)
+  const isTypeName = (name: string) => catalog.structureDefinitionForType(name) !== undefined || catalog.isResourceType(name)
+  const parameters: Array<ParameterPlan> = []
+  const uncompiled: Array<string> = []
+  for (const param of catalog.searchParameters(type).values()) {
+    if (param.expression === undefined || param.expression.trim() === "") continue
+    const prepared = prepare(param.expression, type, ancestors, isTypeName)
+    if (prepared.expression === undefined) continue
+    const evaluate = compile(prepared.expression)
+    if (evaluate === undefined) {
+      uncompiled.push(param.code)
+      continue
+    }
+    const components = param.components.map((component) => {
+      const definition = catalog.searchParameterByUrl(component.definition)
+      return { type: definition?.type ?? "token", code: definition?.code ?? param.code, expression: component.expression }
+    })
+    parameters.push({ param, evaluate, keys: prepared.keys, components })
+  }
+  const componentCache = new Map<string, Evaluate | undefined>()
+  const systems = new Map<string, string | null>()
+  return {
+    parameters,
+    uncompiled,
+    codeSystem: (node) => {
+      const path = elementPath(node)
+      if (path === undefined) return null
+      let system = systems.get(path)
+      if (system === undefined) {
+        system = boundSystem(catalog, path)
+        systems.set(path, system)
+      }
+      return system
+    },
+    component: (expression, base) => {
+      const key = `${base}\u0000${expression}`
+      if (!componentCache.has(key)) componentCache.set(key, compile(expression, base))
+      return componentCache.get(key)
+    }
+  }
+}
+
+/** The one code system of the value set bound to an element, or null (https://hl7.org/fhir/R4/search.html#token). */
+const boundSystem = (catalog: Catalog, path: string): string | null => {
+  const typeName = path.slice(0, path.indexOf("."))
+  const element = catalog.structureDefinitionForType(typeName)?.snapshot?.element.find((e) => e.path === path)
+  const valueSet = element?.binding?.valueSet
+  if (valueSet === undefined) return null
+  const definition = catalog.valueSet(valueSet) ?? catalog.valueSet(valueSet.split("|")[0] ?? valueSet)
+  const systems = new Set((definition?.compose?.include ?? []).map((include) => include.system))
+  const [only] = systems
+  return systems.size === 1 && only !== undefined ? only : null
+}
