@@ -6,6 +6,8 @@
  * - `resolve()` cannot fetch here. R4 only uses it as `resolve() is Type` (`subject.where(resolve() is
  *   Patient)`), which is rewritten to `refIs('Type')`: true when the reference text (`Type/id`, an absolute
  *   URL ending in `Type/id`) or `Reference.type` names that type; a contained `#id` reference reads false.
+ * - `x as T` / `x.as(T)` demand a single x in fhirpath.js, but R4 applies them to repeating elements
+ *   (`Observation.component.value as Quantity`): they become `x.ofType(T)`, as R5 writes them.
  * - The first element a branch reads (`Observation.code` reads `code`, `value[x]` its choices) is noted,
  *   so that a resource without it skips the evaluation entirely.
  */
@@ -38,7 +40,7 @@ const options = { resolveInternalTypes: false, userInvocationTable: invocations 
 /** Compiles an expression, relative to `base` (an element path) when given; undefined when it does not parse. */
 export const compile = (expression: string, base?: string): Evaluate | undefined => {
   try {
-    const path = base === undefined ? expression : { base, expression }
+    const path = base === undefined ? expression : { base, expression: rewrite(expression) }
     const evaluate: (resource: unknown) => ReadonlyArray<unknown> = fhirpath.compile(path, r4, options)
     return evaluate
   } catch {
@@ -69,8 +71,12 @@ export const splitUnion = (expression: string): ReadonlyArray<string> => {
   return branches.filter((branch) => branch !== "")
 }
 
-export const rewriteResolve = (expression: string): string =>
-  expression.replace(/resolve\(\)\s+is\s+([A-Za-z]+)/g, "refIs('$1')")
+/** `resolve() is T` to `refIs('T')`; `(x as T)` and `x.as(T)` to `x.ofType(T)`, which also takes a collection. */
+export const rewrite = (expression: string): string =>
+  expression
+    .replace(/resolve\(\)\s+is\s+([A-Za-z]+)/g, "refIs('$1')")
+    .replace(/\(([^()|]+?)\s+as\s+([A-Za-z]+)\)/g, "($1.ofType($2))")
+    .replace(/\.as\(([A-Za-z]+)\)/g, ".ofType($1)")
 
 export interface Prepared {
   /** The branches that apply, joined again; undefined when none does. */
@@ -98,7 +104,7 @@ export const prepare = (
     const head = /^\(*\s*([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?/.exec(branch)
     const first = head?.[1]
     if (first !== undefined && /^[A-Z]/.test(first) && isTypeName(first) && !ancestors.includes(first)) continue
-    kept.push(rewriteResolve(branch))
+    kept.push(rewrite(branch))
     const element = first !== undefined && /^[A-Z]/.test(first) ? head?.[2] : first
     if (element === undefined || computed.test(branch)) always = true
     else {
