@@ -28,7 +28,7 @@ export const readDate = (text: string): DateRange | undefined => {
   const millis = fraction === undefined ? 0 : Number(fraction.slice(0, 3).padEnd(3, "0"))
   // Date.UTC reads years 0-99 as 1900-1999: shift by 400 years, which are exactly 146097 days.
   const shift = year < 100 ? 400 : 0
-  const local = Date.UTC(year + shift, month - 1, date, hour, min, sec, millis) - shift * 146_097 * day
+  const local = Date.UTC(year + shift, month - 1, date, hour, min, sec, millis) - (shift === 0 ? 0 : 146_097 * day)
   if (date > daysInMonth(year, month)) return undefined
   let offset = 0
   if (zone !== undefined && zone !== "Z") {
