@@ -1,0 +1,77 @@
+/** The problems a search can be refused with, worded once (docs/search.md quotes them). */
+import type { Problem } from "./SearchRequest.ts"
+
+export const maxAlternatives = 1000
+
+export const unreadable = (parameter: string, value: string, expected: string): Problem => ({
+  parameter,
+  value,
+  expected,
+  message: `The value '${value}' of search parameter '${parameter}' cannot be read: expected ${expected}`,
+  status: 400,
+  canSetAside: true
+})
+
+export const unknownParameter = (parameter: string, value: string, type: string): Problem => ({
+  parameter,
+  value,
+  expected: `a search parameter of ${type}`,
+  message: `Unknown search parameter '${parameter}' for resource type ${type}`,
+  status: 400,
+  canSetAside: true
+})
+
+export const unknownModifier = (parameter: string, value: string, modifier: string, allowed: ReadonlyArray<string>): Problem => ({
+  parameter,
+  value,
+  expected: allowed.length === 0 ? "no modifier" : `one of ${allowed.map((m) => `:${m}`).join(" ")}`,
+  message: `The modifier ':${modifier}' does not apply to search parameter '${parameter.split(":")[0]}'` +
+    (allowed.length === 0 ? ", which takes no modifier" : `; it takes ${allowed.map((m) => `:${m}`).join(" ")}`),
+  status: 400,
+  canSetAside: true
+})
+
+export const tooManyAlternatives = (parameter: string, count: number): Problem => ({
+  parameter,
+  value: `(${count} alternatives)`,
+  expected: `at most ${maxAlternatives} comma-separated alternatives`,
+  message: `Search parameter '${parameter}' lists ${count} alternatives; at most ${maxAlternatives} are allowed`,
+  status: 400,
+  canSetAside: true
+})
+
+export const bareIdForAnyTarget = (parameter: string, value: string): Problem => ({
+  parameter,
+  value,
+  expected: "a reference as Type/id",
+  message: `Search parameter '${parameter}' can refer to any resource type: give the reference as Type/id, not the bare id '${value}'`,
+  status: 400,
+  canSetAside: false
+})
+
+export const revincludeWildcard = (parameter: string): Problem => ({
+  parameter,
+  value: "*",
+  expected: "Type:parameter[:targetType]",
+  message: `${parameter}=* is not supported: name the resource type and its reference parameter, as ${parameter}=Type:parameter`,
+  status: 400,
+  canSetAside: false
+})
+
+export const unsupported = (parameter: string, value: string, what: string): Problem => ({
+  parameter,
+  value,
+  expected: "a parameter this server supports",
+  message: `${what} is not supported yet (search parameter '${parameter}')`,
+  status: 501,
+  canSetAside: false
+})
+
+export const unknownType = (type: string): Problem => ({
+  parameter: "",
+  value: type,
+  expected: "a resource type",
+  message: `Unknown resource type '${type}'`,
+  status: 400,
+  canSetAside: false
+})
