@@ -13,6 +13,8 @@ import type { CommitContext } from "../store/Writer.ts"
 import { bodyMatches, knownType, validId } from "./checks.ts"
 import { fail, type FhirError } from "./FhirError.ts"
 import type { PatchProblem } from "./patch/PatchProblem.ts"
+import { extractIndex } from "../search/extract/extractIndex.ts"
+import { removeIndex, writeIndex } from "../search/IndexWriter.ts"
 
 export interface CommandEnv {
   readonly sql: SqlClient.SqlClient
@@ -30,6 +32,11 @@ export interface Written {
 
 const check = (error: FhirError | undefined) => (error === undefined ? Effect.void : Effect.fail(error))
 
+/** Writes a version and its search index in the same transaction. */
+const store = (env: CommandEnv, type: string, id: string, resource: Record<string, unknown>) =>
+  Effect.tap(putVersion(env.sql, { type, id, resource, commitTs: env.commit.commitTs }), (stored) =>
+    writeIndex(env.sql, stored.rkey, type, stored.version, extractIndex(stored.resource, env.catalog)))
+
 export const createCommand = (
   env: CommandEnv,
   type: string,
@@ -39,7 +46,7 @@ export const createCommand = (
   Effect.gen(function*() {
     yield* check(knownType(env.catalog, type))
     yield* check(bodyMatches(body, type))
-    const stored = yield* putVersion(env.sql, { type, id, resource: body, commitTs: env.commit.commitTs })
+    const stored = yield* store(env, type, id, body)
     env.commit.record({ type, id, version: stored.version, op: "create" })
     return { type, id, stored, created: true }
   })
@@ -63,7 +70,7 @@ export const updateCommand = (
       return yield* fail("not-supported", `${type}/${id} does not exist, and this server does not create resources with client ids on update (conformance.update_as_create)`, 405)
     }
     if (ifMatch !== undefined && current?.version !== ifMatch) return yield* conflict(type, id, ifMatch, current?.version)
-    const stored = yield* putVersion(env.sql, { type, id, resource: body, commitTs: env.commit.commitTs })
+    const stored = yield* store(env, type, id, body)
     env.commit.record({ type, id, version: stored.version, op: current === undefined ? "create" : "update" })
     return { type, id, stored, created: current === undefined }
   })
@@ -96,7 +103,7 @@ export const patchCommand = (
     // The id and meta.versionId/lastUpdated stay the server's; a patch may not move the resource.
     const mismatch = bodyMatches({ ...resource, id: resource["id"] ?? id }, type, id)
     if (mismatch) return yield* fail("processing", `the patched resource is not ${type}/${id}: ${mismatch.diagnostics}`, 422)
-    const stored = yield* putVersion(env.sql, { type, id, resource, commitTs: env.commit.commitTs })
+    const stored = yield* store(env, type, id, resource)
     env.commit.record({ type, id, version: stored.version, op: "update" })
     return { type, id, stored, created: false }
   })
@@ -112,6 +119,9 @@ export const deleteCommand = (env: CommandEnv, type: string, id: string): Effect
     yield* check(knownType(env.catalog, type))
     const deleted = yield* deleteResource(env.sql, { type, id, commitTs: env.commit.commitTs })
     if (deleted === undefined) return yield* fail("not-found", `${type}/${id} is not known`)
-    if (deleted.changed) env.commit.record({ type, id, version: deleted.version, op: "delete" })
+    if (deleted.changed) {
+      yield* removeIndex(env.sql, deleted.rkey)
+      env.commit.record({ type, id, version: deleted.version, op: "delete" })
+    }
     return { type, id, version: deleted.version }
   })

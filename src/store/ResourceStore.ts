@@ -11,6 +11,9 @@ export type Operation = "create" | "update" | "delete"
 export interface StoredVersion {
   readonly rkey: number
   readonly version: number
+  /** The resource as stored, with the server's id and meta. */
+  readonly resource: Record<string, unknown>
+  /** Its JSON text, as served. */
   readonly content: string
 }
 
@@ -52,12 +55,13 @@ export const putVersion = (
         deleted = excluded.deleted
       RETURNING rkey, version`
     const row = rows[0]!
-    const content = JSON.stringify(withServerMeta(input.resource, input.id, row.version, input.commitTs))
+    const resource = withServerMeta(input.resource, input.id, row.version, input.commitTs)
+    const content = JSON.stringify(resource)
     const op: Operation = row.version === 1 ? "create" : "update"
     yield* sql`
       INSERT INTO resource_versions (rkey, version, commit_ts, op, content)
       VALUES (${row.rkey}, ${row.version}, ${input.commitTs}, ${op}, ${content})`
-    return { rkey: Number(row.rkey), version: row.version, content }
+    return { rkey: Number(row.rkey), version: row.version, resource, content }
   })
 
 /**
