@@ -14,7 +14,8 @@ import { negotiate } from "./Format.ts"
 import { history } from "./history.ts"
 import { patch } from "./patch.ts"
 import { read, vread } from "./read.ts"
-import { readResource } from "./RequestBody.ts"
+import { bodyText, readResource } from "./RequestBody.ts"
+import { search } from "./search.ts"
 import { processBundle } from "./bundle/Bundles.ts"
 import { basePath, baseUrl, RestSettings } from "./Rest.ts"
 import { errorResponse, resourceBody } from "./respond.ts"
@@ -46,10 +47,18 @@ const route = (request: FhirRequest, segments: ReadonlyArray<string>, capabiliti
   const type = first
   if (second === undefined) {
     if (method === "POST") return Effect.flatMap(readResource(request.http, request.maxBodyBytes, request.catalog), (body) => create(request, type, body))
-    return method === "GET" ? notImplemented("search") : methodNotAllowed(method, path)
+    return method === "GET" ? search(request, type, request.params) : methodNotAllowed(method, path)
   }
   if (second === "_history" && third === undefined) return method === "GET" ? history(request, { type }) : methodNotAllowed(method, path)
-  if (second === "_search") return notImplemented("search")
+  if (second === "_search" && third === undefined) {
+    if (method !== "POST") return methodNotAllowed(method, path)
+    return Effect.flatMap(bodyText(request.http, request.maxBodyBytes), (text) => {
+      // The form body and the URL's query together, as FHIR says (search.html#Introduction).
+      const params = new URLSearchParams(request.params)
+      for (const [name, value] of new URLSearchParams(text)) params.append(name, value)
+      return search(request, type, params)
+    })
+  }
   const id = second
   if (third === undefined) {
     switch (method) {

@@ -1,0 +1,103 @@
+/**
+ * search on one resource type (https://hl7.org/fhir/R4/search.html and the spec's Search rules):
+ * `GET [base]/{type}?...` and `POST [base]/{type}/_search`. One SQL statement per page over the
+ * index tables; unreadable values are a 400 unless `Prefer: handling=lenient`.
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import { Clock, Effect, Either } from "effect"
+import { randomUUID } from "node:crypto"
+import { Database } from "../db/Database.ts"
+import { operationOutcome } from "../http/OperationOutcome.ts"
+import { parseSearch } from "../search/parse/parseSearch.ts"
+import { parameterType, type SearchRequest } from "../search/parse/SearchRequest.ts"
+import { clauseCondition } from "../search/plan/conditions.ts"
+import { instantOf } from "../store/ResourceStore.ts"
+import { fail } from "./FhirError.ts"
+import { type FhirRequest, header } from "./FhirRequest.ts"
+import { resourceBody } from "./respond.ts"
+
+const notYet = (what: string) => fail("not-supported", `${what} is not available in this build yet`, 501)
+
+const orderBy = (sql: SqlClient.SqlClient, request: SearchRequest) => {
+  const keys = request.result.sort.map((key) => {
+    const column = key.code === "_lastUpdated" ? sql`r.commit_ts` : sql`r.id`
+    return key.direction === "desc" ? sql`${column} DESC` : sql`${column} ASC`
+  })
+  return sql.join(", ", false)([...keys, sql`r.rkey ASC`])
+}
+
+const where = (sql: SqlClient.SqlClient, request: SearchRequest) =>
+  sql.and([
+    sql`r.type = ${request.type}`,
+    sql`NOT r.deleted`,
+    ...request.clauses.map((clause) => clauseCondition(sql, request.type, clause, parameterType(clause.param)))
+  ])
+
+/** The query string of a page link: the request's own parameters, less those set aside, at `offset`. */
+const pageParams = (params: URLSearchParams, request: SearchRequest, offset: number): string => {
+  const ignored = new Set(request.ignored.map((problem) => problem.parameter))
+  const out = new URLSearchParams()
+  for (const [name, value] of params) {
+    if (name === "_offset" || ignored.has(name) || ignored.has(name.split(":")[0]!)) continue
+    out.append(name, value)
+  }
+  out.set("_offset", String(offset))
+  return out.toString()
+}
+
+export const search = (request: FhirRequest, type: string, params: URLSearchParams) =>
+  Effect.gen(function*() {
+    const lenient = /(^|[;,\s])handling\s*=\s*lenient/i.test(header(request, "prefer") ?? "")
+    const parsed = parseSearch(type, params, request.catalog, { lenient })
+    if (Either.isLeft(parsed)) {
+      const problems = parsed.left
+      const status = problems.some((problem) => problem.status === 400) ? 400 : 501
+      return yield* fail(status === 400 ? "invalid" : "not-supported", problems.map((problem) => problem.message).join("; "), status)
+    }
+    const query = parsed.right
+    if (query.result.include.length > 0 || query.result.revinclude.length > 0) return yield* notYet("_include and _revinclude")
+    if (query.result.sort.some((key) => key.code !== "_id" && key.code !== "_lastUpdated")) return yield* notYet("_sort on search parameters other than _id and _lastUpdated")
+    const summary = query.result.summary
+    if (summary !== undefined && summary !== "count" && summary !== "false") return yield* notYet(`_summary=${summary}`)
+    if (query.result.elements !== undefined) return yield* notYet("_elements")
+
+    const count = query.result.count
+    const offset = query.result.offset ?? 0
+    const wantTotal = summary === "count" || query.result.total === "accurate" || query.result.total === "estimate"
+    const db = yield* Database
+    const [rows, total] = yield* db.withReader((sql) =>
+      Effect.all([
+        summary === "count"
+          ? Effect.succeed([])
+          : sql<{ readonly id: string; readonly content: string }>`
+              SELECT r.id, v.content FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
+              WHERE ${where(sql, query)} ORDER BY ${orderBy(sql, query)} LIMIT ${count + 1} OFFSET ${offset}`,
+        wantTotal
+          ? Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where(sql, query)}`, (r) => Number(r[0]?.n ?? 0))
+          : Effect.succeed(undefined)
+      ])
+    )
+    const page = rows.slice(0, count)
+    const link = (relation: string, at: number) => ({ relation, url: `${request.base}/${type}?${pageParams(request.params, query, at)}` })
+    const links = [link("self", offset), link("first", 0)]
+    if (rows.length > count) links.push(link("next", offset + count))
+    if (offset > 0) links.push(link("previous", Math.max(0, offset - count)))
+    const now = yield* Clock.currentTimeMillis
+    const head = JSON.stringify({
+      resourceType: "Bundle",
+      id: randomUUID(),
+      meta: { lastUpdated: instantOf(now * 1000) },
+      type: "searchset",
+      ...(total === undefined ? {} : { total }),
+      link: links
+    }).slice(0, -1)
+    const entries = page.map((row) =>
+      `{"fullUrl":${JSON.stringify(`${request.base}/${type}/${row.id}`)},"resource":${row.content},"search":{"mode":"match"}}`)
+    if (query.ignored.length > 0) {
+      const outcome = operationOutcome(query.ignored.map((problem) => ({ severity: "warning", code: "invalid", diagnostics: `${problem.message} (set aside)` })))
+      entries.push(JSON.stringify({ resource: outcome, search: { mode: "outcome" } }))
+    }
+    const headers: Record<string, string> = { vary: "Prefer" }
+    if (lenient) headers["preference-applied"] = "handling=lenient"
+    return resourceBody(`${head},"entry":[${entries.join(",")}]}`, request.negotiated, request.catalog, { headers })
+  })
