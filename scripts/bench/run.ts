@@ -18,7 +18,7 @@ import { formatTable, type Report, type Row, writeJson } from "./report.ts"
 import { seedFloor, seedSvc } from "./seed.ts"
 import { syntheaMissing } from "./ingest.ts"
 import { type Backend, npmRegistry, type Packages, root, startFloor, startSvc } from "./servers.ts"
-import { describeGoal, type DrivenWorkload, isDriven, type LoadWorkload, quickBundles, readById, type Target, type Workload, workloads } from "./workloads.ts"
+import { describeGoal, type DrivenWorkload, isDriven, type LoadWorkload, quickBundles, readById, type Target, type Workload, workloads } from "./suite.ts"
 
 const usage = `usage: npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest]
   --quick        3 s per workload after a 2 s warm-up (default 10 s after 5 s); ${quickBundles} Synthea bundles (default all 55)
