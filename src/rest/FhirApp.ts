@@ -2,7 +2,7 @@
  * The FHIR REST API under `/fhir` (https://hl7.org/fhir/R4/http.html): one route table, negotiation,
  * and one place where errors become OperationOutcomes.
  */
-import { HttpServerRequest } from "@effect/platform"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Ref } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { CatalogService } from "../catalog/CatalogService.ts"
@@ -129,12 +129,16 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
         maxBodyBytes: options.maxBodyBytes,
         maxBundleEntries: options.maxBundleEntries
       }
+      // Every search answer varies with Prefer (handling=lenient), errors included (spec: Search rules 6).
+      const isSearch = catalog.isResourceType(segments[0] ?? "") &&
+        ((segments.length === 1 && http.method === "GET") || (segments.length === 2 && segments[1] === "_search"))
       return yield* route(request, segments, capabilities).pipe(
         Effect.catchTag("FhirError", (error) => Effect.succeed(errorResponse(error, negotiated, catalog))),
         Effect.catchTag("SqlError", (error) =>
           Effect.logError("database error", error.cause).pipe(
             Effect.as(errorResponse(fail("exception", "the database failed to answer this request; see the server log"), negotiated, catalog))
-          ))
+          )),
+        Effect.map((response) => (isSearch ? HttpServerResponse.setHeader(response, "vary", "Prefer") : response))
       )
     })
   })

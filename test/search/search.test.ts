@@ -65,6 +65,7 @@ for (const backend of backends) {
           const strict = yield* call("GET", `${base}/Patient?nonsense=1`)
           expect(strict.status).toBe(400)
           expect(strict.json.issue[0].diagnostics).toContain("nonsense")
+          expect(strict.headers.get("vary")).toBe("Prefer")
           const lenient = yield* call("GET", `${base}/Patient?nonsense=1&gender=female`, { headers: { prefer: "handling=lenient" } })
           expect(lenient.status).toBe(200)
           expect(lenient.headers.get("preference-applied")).toBe("handling=lenient")
