@@ -1,12 +1,12 @@
 /** history at instance, type and system level (https://hl7.org/fhir/R4/http.html#history). */
 import { Clock, Effect } from "effect"
-import { randomUUID } from "node:crypto"
 import { Database } from "../db/Database.ts"
 import { Writer } from "../store/Writer.ts"
 import { history as historyRows, historyTotal, type VersionRow } from "../store/reads.ts"
 import { instantOf } from "../store/ResourceStore.ts"
 import { fail, type FhirError } from "./FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
+import { bundleText } from "./bundleText.ts"
 import { resourceBody } from "./respond.ts"
 
 export const defaultCount = 20
@@ -80,14 +80,6 @@ export const history = (request: FhirRequest, scope: HistoryScope) =>
     if (offset + count < total) links.push(link("next", offset + count))
     if (offset > 0) links.push(link("previous", Math.max(0, offset - count)))
     const now = yield* Clock.currentTimeMillis
-    const head = JSON.stringify({
-      resourceType: "Bundle",
-      id: randomUUID(),
-      meta: { lastUpdated: instantOf(now * 1000) },
-      type: "history",
-      total,
-      link: links
-    }).slice(0, -1)
-    const text = `${head},"entry":[${rows.map((row) => entryText(request.base, row)).join(",")}]}`
+    const text = bundleText({ type: "history", total, link: links }, rows.map((row) => entryText(request.base, row)), now)
     return resourceBody(text, request.negotiated, request.catalog)
   })

@@ -5,13 +5,12 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Either } from "effect"
-import { randomUUID } from "node:crypto"
 import { Database } from "../db/Database.ts"
 import { operationOutcome } from "../http/OperationOutcome.ts"
 import { parseSearch } from "../search/parse/parseSearch.ts"
 import { parameterType, type SearchRequest } from "../search/parse/SearchRequest.ts"
 import { clauseCondition } from "../search/plan/conditions.ts"
-import { instantOf } from "../store/ResourceStore.ts"
+import { bundleText } from "./bundleText.ts"
 import { fail } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { resourceBody } from "./respond.ts"
@@ -83,14 +82,6 @@ export const search = (request: FhirRequest, type: string, params: URLSearchPara
     if (rows.length > count) links.push(link("next", offset + count))
     if (offset > 0) links.push(link("previous", Math.max(0, offset - count)))
     const now = yield* Clock.currentTimeMillis
-    const head = JSON.stringify({
-      resourceType: "Bundle",
-      id: randomUUID(),
-      meta: { lastUpdated: instantOf(now * 1000) },
-      type: "searchset",
-      ...(total === undefined ? {} : { total }),
-      link: links
-    }).slice(0, -1)
     const entries = page.map((row) =>
       `{"fullUrl":${JSON.stringify(`${request.base}/${type}/${row.id}`)},"resource":${row.content},"search":{"mode":"match"}}`)
     if (query.ignored.length > 0) {
@@ -99,5 +90,5 @@ export const search = (request: FhirRequest, type: string, params: URLSearchPara
     }
     const headers: Record<string, string> = { vary: "Prefer" }
     if (lenient) headers["preference-applied"] = "handling=lenient"
-    return resourceBody(`${head},"entry":[${entries.join(",")}]}`, request.negotiated, request.catalog, { headers })
+    return resourceBody(bundleText({ type: "searchset", total, link: links }, entries, now), request.negotiated, request.catalog, { headers })
   })

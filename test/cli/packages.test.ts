@@ -2,8 +2,8 @@
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createTestDatabase, postgresAvailable } from "../support/postgres.ts"
+import { afterAll, describe, expect, it } from "vitest"
+import { suiteDatabase } from "../support/postgresSuite.ts"
 import { runSvc, startSvc, tempDir } from "../support/process.ts"
 
 const ig = fileURLToPath(new URL("../fixtures/packages/ig", import.meta.url))
@@ -64,21 +64,14 @@ describe("packages at start-up", () => {
 })
 
 describe("packages on Postgres", async () => {
-  const available = await postgresAvailable()
-  let database: Awaited<ReturnType<typeof createTestDatabase>> | undefined
-  beforeAll(async () => {
-    if (available) database = await createTestDatabase()
-  })
-  afterAll(async () => {
-    await database?.drop()
-  })
+  const { available, url } = await suiteDatabase()
 
   it.skipIf(!available)("installs once and builds the catalog", async () => {
-    const first = await startSvc(["--postgres", database!.url], { cwd: scratch() })
+    const first = await startSvc(["--postgres", url()], { cwd: scratch() })
     expect((await first.logged("catalog built"))["resource_types"]).toBe(2)
     await first.logged("serving")
     await first.stop()
-    const second = await startSvc(["--postgres", database!.url], { cwd: scratch() })
+    const second = await startSvc(["--postgres", url()], { cwd: scratch() })
     await second.logged("serving")
     await second.stop()
     expect(installedLines(first.lines())).toHaveLength(2)

@@ -3,8 +3,8 @@ import Sqlite from "better-sqlite3"
 import { existsSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { join } from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createTestDatabase, postgresAvailable } from "../support/postgres.ts"
+import { afterAll, describe, expect, it } from "vitest"
+import { suiteDatabase } from "../support/postgresSuite.ts"
 import { runSvc, startSvc, tempDir } from "../support/process.ts"
 
 const dirs: Array<{ remove: () => void }> = []
@@ -178,30 +178,23 @@ describe("svc on a SQLite file", () => {
 })
 
 describe("svc on Postgres", async () => {
-  const available = await postgresAvailable()
-  let database: Awaited<ReturnType<typeof createTestDatabase>> | undefined
-  beforeAll(async () => {
-    if (available) database = await createTestDatabase()
-  })
-  afterAll(async () => {
-    await database?.drop()
-  })
+  const { available, url } = await suiteDatabase()
 
   it.skipIf(!available)("starts, serves probes, reports migrations and stops cleanly", async () => {
     const cwd = scratch()
-    const server = await startSvc(["--postgres", database!.url], { cwd })
+    const server = await startSvc(["--postgres", url()], { cwd })
     await server.logged("serving")
     expect(await get(`${server.url}/readyz`)).toEqual({ status: 200, body: { status: "ok" } })
     const verbose = await get(`${server.url}/healthz?verbose=1`)
     expect(verbose.body).toMatchObject({ status: "ok", role: "primary", database: { kind: "postgres" } })
     expect((await server.stop()).code).toBe(0)
-    const status = await runSvc(["migrate", "--status", "--postgres", database!.url], { cwd })
+    const status = await runSvc(["migrate", "--status", "--postgres", url()], { cwd })
     expect(status.code).toBe(0)
     expect(status.stdout).toContain("0001")
   })
 
   it.skipIf(!available)("takes the database from SVC_POSTGRES_URL", async () => {
-    const server = await startSvc([], { cwd: scratch(), env: { SVC_POSTGRES_URL: database!.url } })
+    const server = await startSvc([], { cwd: scratch(), env: { SVC_POSTGRES_URL: url() } })
     const serving = await server.logged("serving")
     expect(serving["database"]).toBe("postgres")
     expect((await server.stop()).code).toBe(0)

@@ -7,10 +7,10 @@
 import { Clock, Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import { operationOutcome, statusFor } from "../../http/OperationOutcome.ts"
-import { instantOf } from "../../store/ResourceStore.ts"
 import { fail, FhirError } from "../FhirError.ts"
 import type { FhirRequest } from "../FhirRequest.ts"
 import { resourceBody } from "../respond.ts"
+import { bundleText } from "../bundleText.ts"
 import { commitHeader, inTransaction } from "../write.ts"
 import { type Entry, parseBundle } from "./entries.ts"
 import { type Rewrite, rewrite } from "./references.ts"
@@ -36,9 +36,6 @@ const entryText = (result: EntryResult, outcome?: unknown): string => {
   })
   return result.resource === undefined ? `{"response":${response}}` : `{"resource":${result.resource},"response":${response}}`
 }
-
-const bundleText = (type: string, entries: ReadonlyArray<string>, now: number): string =>
-  `${JSON.stringify({ resourceType: "Bundle", id: randomUUID(), meta: { lastUpdated: instantOf(now * 1000) }, type }).slice(0, -1)},"entry":[${entries.join(",")}]}`
 
 /** Writes that name one resource twice cannot be ordered: FHIR forbids them in a transaction. */
 const touchedTwice = (entries: ReadonlyArray<Entry>): FhirError | undefined => {
@@ -95,7 +92,7 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
         return results
       }))
     const now = yield* Clock.currentTimeMillis
-    const text = bundleText("transaction-response", entries.map((entry) => entryText(value.get(entry.index)!)), now)
+    const text = bundleText({ type: "transaction-response" }, entries.map((entry) => entryText(value.get(entry.index)!)), now)
     return resourceBody(text, request.negotiated, request.catalog, { headers: commitHeader(commitTs) })
   })
 
@@ -117,7 +114,7 @@ const batch = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
       texts.push(outcome)
     }
     const now = yield* Clock.currentTimeMillis
-    return resourceBody(bundleText("batch-response", texts, now), request.negotiated, request.catalog, {
+    return resourceBody(bundleText({ type: "batch-response" }, texts, now), request.negotiated, request.catalog, {
       headers: lastCommit === undefined ? {} : commitHeader(lastCommit)
     })
   })

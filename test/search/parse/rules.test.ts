@@ -1,17 +1,7 @@
-import { beforeAll, describe, expect, it } from "vitest"
-import type { Catalog } from "../../../src/catalog/Catalog.ts"
-import { accepted, loadCatalog, refused } from "./support.ts"
+import { describe, expect } from "vitest"
+import { accepted, catalogTests, refused } from "./support.ts"
 
-let catalog: Catalog | undefined
-beforeAll(async () => {
-  catalog = await loadCatalog()
-}, 300_000)
-
-const withCatalog = (name: string, body: (c: Catalog) => void) =>
-  it(name, (context) => {
-    if (catalog === undefined) return context.skip()
-    body(catalog)
-  })
+const withCatalog = catalogTests()
 
 // Spec rule 4: each unreadable value is a 400 naming the parameter, the value and what was expected.
 const unreadable: ReadonlyArray<readonly [string, string, string, string, string]> = [

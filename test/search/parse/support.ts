@@ -1,5 +1,6 @@
 /** The R4 catalog for the parse tests, and helpers to read a query against it. */
 import { Either } from "effect"
+import { beforeAll, it } from "vitest"
 import { build, type Catalog } from "../../../src/catalog/Catalog.ts"
 import { parseSearch, type Problem, type SearchRequest } from "../../../src/search/parse/parseSearch.ts"
 import { loadR4Conformance } from "../../support/r4Examples.ts"
@@ -24,4 +25,17 @@ export const refused = (c: Catalog, type: string, query: string, lenient = false
   const result = parseSearch(type, query, c, { lenient })
   if (Either.isRight(result)) throw new Error(`expected ${type}?${query} to be refused`)
   return result.left
+}
+
+/** Loads the catalog before the file's tests; `withCatalog(name, body)` skips when it cannot be had. */
+export const catalogTests = () => {
+  let loaded: Catalog | undefined
+  beforeAll(async () => {
+    loaded = await loadCatalog()
+  }, 300_000)
+  return (name: string, body: (c: Catalog) => void) =>
+    it(name, (context) => {
+      if (loaded === undefined) return context.skip()
+      body(loaded)
+    })
 }

@@ -1,19 +1,10 @@
-import { beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import type { Catalog } from "../../../src/catalog/Catalog.ts"
 import { readDate } from "../../../src/search/parse/dates.ts"
 import { prefixes } from "../../../src/search/parse/SearchRequest.ts"
-import { accepted, loadCatalog, refused } from "./support.ts"
+import { accepted, catalogTests, refused } from "./support.ts"
 
-let catalog: Catalog | undefined
-beforeAll(async () => {
-  catalog = await loadCatalog()
-}, 300_000)
-
-const withCatalog = (name: string, body: (c: Catalog) => void) =>
-  it(name, (context) => {
-    if (catalog === undefined) return context.skip()
-    body(catalog)
-  })
+const withCatalog = catalogTests()
 
 const first = (c: Catalog, type: string, query: string) => accepted(c, type, query).clauses[0]?.values[0]
 
