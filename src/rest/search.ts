@@ -3,34 +3,18 @@
  * `GET [base]/{type}?...` and `POST [base]/{type}/_search`. One SQL statement per page over the
  * index tables; unreadable values are a 400 unless `Prefer: handling=lenient`.
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
 import { Clock, Effect, Either } from "effect"
 import { Database } from "../db/Database.ts"
 import { operationOutcome } from "../http/OperationOutcome.ts"
 import { parseSearch } from "../search/parse/parseSearch.ts"
-import { parameterType, type SearchRequest } from "../search/parse/SearchRequest.ts"
-import { clauseCondition } from "../search/plan/conditions.ts"
+import type { SearchRequest } from "../search/parse/SearchRequest.ts"
+import { orderBy, whereCondition as where } from "../search/plan/query.ts"
 import { bundleText } from "./bundleText.ts"
 import { fail } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { resourceBody } from "./respond.ts"
 
 const notYet = (what: string) => fail("not-supported", `${what} is not available in this build yet`, 501)
-
-const orderBy = (sql: SqlClient.SqlClient, request: SearchRequest) => {
-  const keys = request.result.sort.map((key) => {
-    const column = key.code === "_lastUpdated" ? sql`r.commit_ts` : sql`r.id`
-    return key.direction === "desc" ? sql`${column} DESC` : sql`${column} ASC`
-  })
-  return sql.join(", ", false)([...keys, sql`r.rkey ASC`])
-}
-
-const where = (sql: SqlClient.SqlClient, request: SearchRequest) =>
-  sql.and([
-    sql`r.type = ${request.type}`,
-    sql`NOT r.deleted`,
-    ...request.clauses.map((clause) => clauseCondition(sql, request.type, clause, parameterType(clause.param)))
-  ])
 
 /** The query string of a page link: the request's own parameters, less those set aside, at `offset`. */
 const pageParams = (params: URLSearchParams, request: SearchRequest, offset: number): string => {

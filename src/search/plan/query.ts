@@ -1,0 +1,39 @@
+/**
+ * A parsed search as SQL: the WHERE condition and ORDER BY of one resource type's search, and the
+ * matches of a conditional interaction. One statement per page; nothing is filtered in memory.
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Statement } from "@effect/sql"
+import { Effect } from "effect"
+import { parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
+import { clauseCondition } from "./conditions.ts"
+
+/** The condition on `r` (the resources table) for the current, undeleted resources the request matches. */
+export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest): Statement.Fragment =>
+  sql.and([
+    sql`r.type = ${request.type}`,
+    sql`NOT r.deleted`,
+    ...request.clauses.map((clause) => clauseCondition(sql, request.type, clause, parameterType(clause.param)))
+  ])
+
+/** `_sort` as ORDER BY, always ending in the row key so that pages are stable. */
+export const orderBy = (sql: SqlClient.SqlClient, request: SearchRequest): Statement.Fragment => {
+  const keys = request.result.sort.map((key) => {
+    const column = key.code === "_lastUpdated" ? sql`r.commit_ts` : sql`r.id`
+    return key.direction === "desc" ? sql`${column} DESC` : sql`${column} ASC`
+  })
+  return sql.join(", ", false)([...keys, sql`r.rkey ASC`])
+}
+
+export interface Match {
+  readonly rkey: number
+  readonly id: string
+  readonly version: number
+}
+
+/** At most `limit` current resources the request matches (ids and versions only), in row-key order. */
+export const findMatches = (sql: SqlClient.SqlClient, request: SearchRequest, limit: number) =>
+  sql<{ readonly rkey: number | string; readonly id: string; readonly version: number | string }>`
+    SELECT r.rkey, r.id, r.version FROM resources r WHERE ${whereCondition(sql, request)} ORDER BY r.rkey LIMIT ${limit}`.pipe(
+    Effect.map((rows): ReadonlyArray<Match> => rows.map((row) => ({ rkey: Number(row.rkey), id: row.id, version: Number(row.version) })))
+  )
