@@ -6,6 +6,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import type { IndexRow } from "./extract/IndexRow.ts"
+import { words } from "./extract/values.ts"
 
 export const indexTables = [
   "search_token", "search_string", "search_date", "search_number", "search_quantity",
@@ -23,7 +24,8 @@ const rowOf = (rkey: number, type: string, row: IndexRow): readonly [Table, Reco
         ...base,
         system: row.system,
         value: row.value,
-        display: row.display ?? null,
+        // Normalised like strings: what `:text` compares.
+        display: row.display == null ? null : words(row.display),
         type_system: row.identifierType?.system ?? null,
         type_code: row.identifierType?.code ?? null
       }]

@@ -28,12 +28,19 @@ const systemTypes: Readonly<Record<string, string>> = {
   "System.DateTime": "dateTime"
 }
 
+/** fhirpath.js wraps decimals in an object (FP_Decimal) holding the number in `value`: unwrap it. */
+const primitive = (data: unknown): unknown => {
+  if (typeof data !== "object" || data === null || Array.isArray(data)) return data
+  const number: unknown = "asStr" in data && "value" in data ? data.value : undefined
+  return typeof number === "number" ? number : data
+}
+
 /** The value and FHIR type of one result of an evaluation, or undefined for what cannot be indexed. */
 export const typed = (value: unknown): Typed | undefined => {
   if (isNode(value)) {
     if (value.data === undefined || value.data === null) return undefined
     const raw = value.fhirNodeDataType ?? "Element"
-    return { type: systemTypes[raw] ?? raw, data: value.data, node: value }
+    return { type: systemTypes[raw] ?? raw, data: primitive(value.data), node: value }
   }
   switch (typeof value) {
     case "boolean":
@@ -42,8 +49,10 @@ export const typed = (value: unknown): Typed | undefined => {
       return { type: "string", data: value, node: undefined }
     case "number":
       return { type: Number.isInteger(value) ? "integer" : "decimal", data: value, node: undefined }
-    default:
-      return undefined
+    default: {
+      const number = primitive(value)
+      return typeof number === "number" ? { type: Number.isInteger(number) ? "integer" : "decimal", data: number, node: undefined } : undefined
+    }
   }
 }
 

@@ -37,6 +37,8 @@ const atoms: ReadonlyMap<string, Atom> = new Map([
   ["a", atom(31_557_600, { s: 1 })],
   ["[in_i]", atom(0.0254, { m: 1 })],
   ["[ft_i]", atom(0.3048, { m: 1 })],
+  ["[yd_i]", atom(0.9144, { m: 1 })],
+  ["[mi_i]", atom(1609.344, { m: 1 })],
   ["[lb_av]", atom(453.59237, { g: 1 })],
   ["[oz_av]", atom(28.349523125, { g: 1 })],
   ["mm[Hg]", atom(133_322.387415, pressure)],

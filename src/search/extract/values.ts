@@ -21,6 +21,9 @@ const primitiveText = new Set([
 export const normalize = (value: string): string =>
   value.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase().replace(/\s+/g, " ").trim()
 
+/** What token `:text` compares: normalised, with punctuation read as spaces, so that words can be told apart. */
+export const words = (value: string): string => normalize(value.replace(/[^\p{L}\p{N}]+/gu, " "))
+
 const token = (code: string, system: string | null, value: string | null, display?: string): TokenRow =>
   display === undefined ? { kind: "token", code, system, value } : { kind: "token", code, system, value, display }
 

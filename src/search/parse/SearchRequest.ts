@@ -52,7 +52,11 @@ export interface NearValue {
   readonly longitude: number
   readonly distance?: number
   readonly units?: string
+  /** The distance in metres, when one is given (units default to km). */
+  readonly meters?: number
 }
+/** The codes a token `:in`, `:not-in`, `:above` or `:below` stands for, read from the catalog's terminology. */
+export interface CodesValue { readonly kind: "codes"; readonly codes: ReadonlyArray<{ readonly system: string; readonly code: string }> }
 export interface MissingValue { readonly kind: "missing"; readonly missing: boolean }
 export interface OfTypeValue { readonly kind: "of-type"; readonly system: string; readonly code: string; readonly value: string }
 
@@ -69,6 +73,7 @@ export type Value =
   | NearValue
   | MissingValue
   | OfTypeValue
+  | CodesValue
 
 /** The common parameters read without a catalog definition (`_id` always, the others when the catalog lacks them). */
 export type CommonCode = "_id" | "_lastUpdated" | "_tag" | "_profile" | "_security" | "_source" | "_text" | "_content" | "_list"

@@ -2,6 +2,7 @@
  * Prefixes, numbers, quantities and `near`, as search values.
  * https://hl7.org/fhir/R4/search.html#prefix, #number, #quantity, and Location `near`.
  */
+import { toCanonical } from "../extract/ucum.ts"
 import { splitUnescaped, unescape } from "./escape.ts"
 import { type NearValue, type Prefix, prefixes, type QuantityValue } from "./SearchRequest.ts"
 
@@ -58,11 +59,18 @@ export const readNear = (text: string): NearValue | undefined => {
   if (Math.abs(latitude) > 90 || Math.abs(longitude) > 180) return undefined
   const distance = dist === undefined || dist === "" ? undefined : readDecimal(dist)?.value
   if (dist !== undefined && dist !== "" && (distance === undefined || distance < 0)) return undefined
+  let meters: number | undefined
+  if (distance !== undefined) {
+    const canonical = toCanonical(distance, units === undefined || units === "" ? "km" : units)
+    if (canonical === undefined || canonical.unit !== "m") return undefined
+    meters = canonical.value
+  }
   return {
     kind: "near",
     latitude,
     longitude,
     ...(distance === undefined ? {} : { distance }),
-    ...(units === undefined || units === "" ? {} : { units })
+    ...(units === undefined || units === "" ? {} : { units }),
+    ...(meters === undefined ? {} : { meters })
   }
 }

@@ -31,6 +31,15 @@ export const unknownModifier = (parameter: string, value: string, modifier: stri
   canSetAside: true
 })
 
+export const cannotExpand = (parameter: string, value: string, reason: string): Problem => ({
+  parameter,
+  value,
+  expected: "a ValueSet or code this server can expand",
+  message: `The value '${value}' of search parameter '${parameter}' cannot be used: ${reason}`,
+  status: 400,
+  canSetAside: true
+})
+
 export const tooManyAlternatives = (parameter: string, count: number): Problem => ({
   parameter,
   value: `(${count} alternatives)`,

@@ -8,7 +8,8 @@ import { readDate } from "./dates.ts"
 import { splitUnescaped, unescape } from "./escape.ts"
 import { pointsAtAnything } from "./modifiers.ts"
 import { readDecimal, readNear, readPrefix, readQuantity } from "./numbers.ts"
-import { bareIdForAnyTarget, unreadable, unsupported } from "./problems.ts"
+import { expandValueSet, subsumed } from "../../terminology/expand.ts"
+import { bareIdForAnyTarget, cannotExpand, unreadable, unsupported } from "./problems.ts"
 import {
   type CompositePart,
   type Modifier,
@@ -35,7 +36,7 @@ export const expected = {
   date: `a date, dateTime or instant (YYYY, YYYY-MM, YYYY-MM-DD or YYYY-MM-DDThh:mm[:ss[.fff]][Z|+hh:mm|-hh:mm]), optionally after a prefix ${prefixList}`,
   number: `a decimal number, optionally after a prefix ${prefixList}`,
   quantity: `[prefix]number or [prefix]number|system|code, the prefix one of ${prefixList}`,
-  near: "latitude|longitude[|distance[|units]]",
+  near: "latitude|longitude[|distance[|units]], the units a UCUM length (km when left out)",
   missing: "true or false",
   ofType: "system|code|value",
   composite: (n: number, codes: string) => `${n} parts separated by $ (${codes})`
@@ -60,11 +61,21 @@ export const readValue = (ctx: ValueContext, text: string): Value | Problem => {
     case "contains":
       return { kind: "string", value: unescape(text) }
     case "in":
-    case "not-in":
-      return { kind: "uri", value: unescape(text) }
+    case "not-in": {
+      const url = unescape(text)
+      const expansion = expandValueSet(ctx.catalog, url)
+      return "problem" in expansion ? cannotExpand(key, url, expansion.problem) : { kind: "codes", codes: expansion.codes }
+    }
     case "above":
-    case "below":
-      return parameterType(param) === "token" ? readToken(text) : { kind: "uri", value: unescape(text) }
+    case "below": {
+      if (parameterType(param) !== "token") return { kind: "uri", value: unescape(text) }
+      const token = readToken(text)
+      if (token.system === undefined || token.system === "" || token.code === undefined) {
+        return unreadable(key, unescape(text), `system|code: :${modifier.kind} follows the hierarchy of a code system`)
+      }
+      const expansion = subsumed(ctx.catalog, token.system, token.code, modifier.kind)
+      return "problem" in expansion ? cannotExpand(key, unescape(text), expansion.problem) : { kind: "codes", codes: expansion.codes }
+    }
     case "identifier":
       return readToken(text)
     default:

@@ -1,85 +1,232 @@
 /**
  * One search clause as SQL over the index tables (migration 0003): every value of a clause is one
  * alternative (OR); a clause becomes `r.rkey IN (...)`, or `NOT IN` for `:not`/`:not-in`.
+ * The semantics of prefixes and modifiers are FHIR R4's (https://hl7.org/fhir/R4/search.html);
+ * docs/search.md records the choices it leaves open.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
-import type { Clause, Prefix, Value } from "../parse/SearchRequest.ts"
+import { toCanonical } from "../extract/ucum.ts"
+import { normalize, words } from "../extract/values.ts"
+import type { Clause, NearValue, Prefix, QuantityValue, Value } from "../parse/SearchRequest.ts"
 
 type Fragment = Statement.Fragment
 
-/** A range [low, high) of the resource against the query's range, by prefix (search.html#prefix). */
-const rangeCondition = (sql: SqlClient.SqlClient, prefix: Prefix, low: number, high: number, columns: { low: string; high: string }): Fragment => {
-  const rLow = sql(columns.low)
-  const rHigh = sql(columns.high)
+/** A column of the row a value is matched against: a table column, or a field of a composite's part. */
+type Column = (name: string, numeric?: boolean) => Fragment
+
+/** The JSON path of a column inside a composite part (an IndexRow, extract/IndexRow.ts). */
+const partFields: Record<string, ReadonlyArray<string>> = {
+  target_type: ["targetType"],
+  target_id: ["targetId"],
+  canonical_value: ["canonicalValue"],
+  canonical_unit: ["canonicalUnit"],
+  identifier_system: ["identifier", "system"],
+  identifier_value: ["identifier", "value"],
+  type_system: ["identifierType", "system"],
+  type_code: ["identifierType", "code"]
+}
+
+const tableColumns = (sql: SqlClient.SqlClient): Column => (name) => sql`${sql(name)}`
+
+const partColumns = (sql: SqlClient.SqlClient, index: number): Column => (name, numeric) => {
+  const path = partFields[name] ?? [name]
+  return sql.onDialectOrElse({
+    pg: () => {
+      const steps = path.map((field, i) => `${i === path.length - 1 ? "->>" : "->"}'${field}'`).join("")
+      const text = `((parts::jsonb)->${index}${steps})`
+      return sql.literal(numeric ? `(${text})::double precision` : text)
+    },
+    orElse: () => sql.literal(`json_extract(parts, '$[${index}].${path.join(".")}')`)
+  })
+}
+
+/**
+ * A date range `[low, high)` of the resource against the query's range, by prefix, as R4 words it:
+ * `gt` the range above the search value overlaps the target, `ge` that or `eq`, `eq` the search range
+ * contains the target's, `sa`/`eb` no overlap and after/before, `ap` overlap within 10% of the distance to now.
+ */
+const dateCondition = (sql: SqlClient.SqlClient, prefix: Prefix, low: number, high: number, rLow: Fragment, rHigh: Fragment, now: number): Fragment => {
+  const within = sql`(${rLow} >= ${low} AND ${rHigh} <= ${high})`
   switch (prefix) {
     case "eq":
-      return sql`(${rLow} >= ${low} AND ${rHigh} <= ${high})`
+      return within
     case "ne":
-      return sql`NOT (${rLow} >= ${low} AND ${rHigh} <= ${high})`
+      return sql`NOT ${within}`
     case "gt":
       return sql`${rHigh} > ${high}`
     case "lt":
       return sql`${rLow} < ${low}`
     case "ge":
-      return sql`${rHigh} > ${low}`
+      return sql`(${rHigh} > ${high} OR ${within})`
     case "le":
-      return sql`${rLow} < ${high}`
+      return sql`(${rLow} < ${low} OR ${within})`
     case "sa":
       return sql`${rLow} >= ${high}`
     case "eb":
       return sql`${rHigh} <= ${low}`
     case "ap": {
-      // Approximately: within 10% of the query's span either side.
-      const slack = Math.max((high - low) * 0.1, 1)
+      // Whole units: the columns are integers.
+      const slack = Math.round(Math.abs(now - (low + high) / 2) * 0.1)
       return sql`(${rHigh} > ${low - slack} AND ${rLow} < ${high + slack})`
     }
   }
 }
 
+/**
+ * A number the resource holds (a point) against the query's value and the range its significant figures
+ * imply: `eq` inside the range, `gt`/`lt`/`ge`/`le` against the value as written, `sa`/`eb` beyond the
+ * whole range, `ap` within 10% of the value (at least the implied range).
+ */
+const pointCondition = (sql: SqlClient.SqlClient, prefix: Prefix, value: number, low: number, high: number, column: Fragment): Fragment => {
+  switch (prefix) {
+    case "eq":
+      return sql`(${column} >= ${low} AND ${column} < ${high})`
+    case "ne":
+      return sql`NOT (${column} >= ${low} AND ${column} < ${high})`
+    case "gt":
+      return sql`${column} > ${value}`
+    case "lt":
+      return sql`${column} < ${value}`
+    case "ge":
+      return sql`${column} >= ${value}`
+    case "le":
+      return sql`${column} <= ${value}`
+    case "sa":
+      return sql`${column} >= ${high}`
+    case "eb":
+      return sql`${column} < ${low}`
+    case "ap": {
+      const slack = Math.max(Math.abs(value) * 0.1, (high - low) / 2)
+      return sql`(${column} >= ${value - slack} AND ${column} <= ${value + slack})`
+    }
+  }
+}
+
+const ucum = "http://unitsofmeasure.org"
+
+/** A quantity: by value and unit as written, or in UCUM base units when both sides convert. */
+const quantityCondition = (sql: SqlClient.SqlClient, value: QuantityValue, col: Column): Fragment => {
+  const asWritten = [pointCondition(sql, value.prefix, value.value, value.low, value.high, col("value", true))]
+  if (value.code !== undefined) asWritten.push(sql`${col("unit")} = ${value.code}`)
+  if (value.system !== undefined) asWritten.push(sql`${col("system")} = ${value.system}`)
+  const plain = sql.and(asWritten)
+  if (value.code === undefined || (value.system !== undefined && value.system !== ucum)) return plain
+  const point = toCanonical(value.value, value.code)
+  const low = toCanonical(value.low, value.code)
+  const high = toCanonical(value.high, value.code)
+  if (point === undefined || low === undefined || high === undefined) return plain
+  const canonical = sql.and([
+    sql`${col("canonical_unit")} = ${point.unit}`,
+    pointCondition(sql, value.prefix, point.value, Math.min(low.value, high.value), Math.max(low.value, high.value), col("canonical_value", true))
+  ])
+  return sql`(${plain} OR ${canonical})`
+}
+
+/** Metres per degree of latitude (and of longitude at the equator). */
+const metresPerDegree = 111_320
+/** The distance a `near` without one means. */
+export const defaultNearMetres = 1000
+
+/** Within the distance of the point: a bounding box on the index, then the equirectangular distance. */
+const nearCondition = (sql: SqlClient.SqlClient, value: NearValue, col: Column): Fragment => {
+  const metres = value.meters ?? defaultNearMetres
+  const cos = Math.cos((value.latitude * Math.PI) / 180)
+  const dLat = metres / metresPerDegree
+  const dLon = cos < 1e-6 ? 360 : metres / (metresPerDegree * cos)
+  const lat = col("latitude", true)
+  const lon = col("longitude", true)
+  const y = metresPerDegree
+  const x = metresPerDegree * cos
+  return sql`(${lat} BETWEEN ${value.latitude - dLat} AND ${value.latitude + dLat}
+    AND ${lon} BETWEEN ${value.longitude - dLon} AND ${value.longitude + dLon}
+    AND ((${lat} - ${value.latitude}) * ${y}) * ((${lat} - ${value.latitude}) * ${y})
+      + ((${lon} - ${value.longitude}) * ${x}) * ((${lon} - ${value.longitude}) * ${x}) <= ${metres * metres})`
+}
+
 const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
-/** The condition on one index row for one value, or undefined when the value needs another table. */
-const valueCondition = (sql: SqlClient.SqlClient, clause: Clause, value: Value): Fragment => {
+
+const text = (sql: SqlClient.SqlClient, value: string): Fragment => sql`CAST(${value} AS TEXT)`
+
+/** The condition on one index row for one value. */
+const valueCondition = (sql: SqlClient.SqlClient, clause: Clause, value: Value, col: Column, paramType: string, now: number): Fragment => {
   const modifier = clause.modifier?.kind
   switch (value.kind) {
     case "token": {
-      if (modifier === "text") return sql`lower(display) LIKE ${`%${escapeLike(value.code ?? "").toLowerCase()}%`} ESCAPE '\\'`
+      if (paramType === "reference") {
+        // `:identifier` on a reference parameter: Reference.identifier.
+        const parts: Array<Fragment> = []
+        if (value.code !== undefined) parts.push(sql`${col("identifier_value")} = ${value.code}`)
+        if (value.system === "") parts.push(sql`${col("identifier_system")} IS NULL`)
+        else if (value.system !== undefined) parts.push(sql`${col("identifier_system")} = ${value.system}`)
+        return parts.length === 0 ? sql`${col("identifier_value")} IS NOT NULL` : sql.and(parts)
+      }
       const parts: Array<Fragment> = []
-      if (value.code !== undefined) parts.push(sql`value = ${value.code}`)
-      if (value.system === "") parts.push(sql`system IS NULL`)
-      else if (value.system !== undefined) parts.push(sql`system = ${value.system}`)
+      if (value.code !== undefined) parts.push(sql`${col("value")} = ${value.code}`)
+      if (value.system === "") parts.push(sql`${col("system")} IS NULL`)
+      else if (value.system !== undefined) parts.push(sql`${col("system")} = ${value.system}`)
       return parts.length === 0 ? sql`1 = 1` : sql.and(parts)
     }
+    case "codes": {
+      // A row without a system is a `code` element: its system is the one its binding implies.
+      if (value.codes.length === 0) return sql`1 = 0`
+      const bySystem = new Map<string, Array<string>>()
+      for (const { system, code } of value.codes) {
+        const codes = bySystem.get(system)
+        if (codes) codes.push(code)
+        else bySystem.set(system, [code])
+      }
+      return sql.or([...bySystem].map(([system, codes]) => sql`((${col("system")} = ${system} OR ${col("system")} IS NULL) AND ${col("value")} IN ${sql.in(codes)})`))
+    }
     case "of-type":
-      return sql`(type_system = ${value.system} AND type_code = ${value.code} AND value = ${value.value})`
+      return sql`(${col("type_system")} = ${value.system} AND ${col("type_code")} = ${value.code} AND ${col("value")} = ${value.value})`
     case "string": {
-      const normalized = value.value.normalize("NFD").replace(/\p{M}/gu, "").toLowerCase().replace(/\s+/g, " ").trim()
-      if (modifier === "exact") return sql`exact = ${value.value}`
-      if (modifier === "contains") return sql`normalized LIKE ${`%${escapeLike(normalized)}%`} ESCAPE '\\'`
-      return sql`(normalized >= ${normalized} AND normalized < ${`${normalized}\uffff`})`
+      const normalized = normalize(value.value)
+      if (modifier === "text") {
+        // Token `:text`: the display text (as `words` when indexed) at the start of any of its words.
+        const start = escapeLike(words(value.value))
+        return sql`(${col("display")} LIKE ${`${start}%`} ESCAPE '\\' OR ${col("display")} LIKE ${`% ${start}%`} ESCAPE '\\')`
+      }
+      if (modifier === "exact") return sql`${col("exact")} = ${value.value}`
+      if (modifier === "contains") return sql`${col("normalized")} LIKE ${`%${escapeLike(normalized)}%`} ESCAPE '\\'`
+      return sql`(${col("normalized")} >= ${normalized} AND ${col("normalized")} < ${`${normalized}\uffff`})`
     }
-    case "uri":
-      if (modifier === "below") return sql`value LIKE ${`${escapeLike(value.value)}%`} ESCAPE '\\'`
-      if (modifier === "above") return sql`${value.value} LIKE (value || '%')`
-      return sql`value = ${value.value}`
+    case "uri": {
+      const column = paramType === "reference" ? col("url") : col("value")
+      if (modifier === "below") {
+        const base = value.value.replace(/\/+$/, "")
+        return sql`(${column} = ${value.value} OR ${column} = ${base} OR ${column} LIKE ${`${escapeLike(base)}/%`} ESCAPE '\\')`
+      }
+      if (modifier === "above") {
+        const q = text(sql, value.value)
+        return sql`(${column} = ${value.value} OR (length(${column}) < length(${q}) AND substr(${q}, 1, length(${column})) = ${column}
+          AND (substr(${q}, length(${column}) + 1, 1) = '/' OR substr(${column}, length(${column}), 1) = '/')))`
+      }
+      return sql`${column} = ${value.value}`
+    }
     case "date":
-      return rangeCondition(sql, value.prefix, value.low, value.high, { low: "low", high: "high" })
+      return dateCondition(sql, value.prefix, value.low, value.high, col("low", true), col("high", true), now)
     case "number":
-      return rangeCondition(sql, value.prefix, value.low, value.high, { low: "low", high: "high" })
-    case "quantity": {
-      const range = rangeCondition(sql, value.prefix, value.low, value.high, { low: "value", high: "value" })
-      const unit = value.code === undefined ? sql`1 = 1` : sql`(unit = ${value.code} OR canonical_unit = ${value.code})`
-      const system = value.system === undefined ? sql`1 = 1` : sql`system = ${value.system}`
-      return sql`(${range} AND ${unit} AND ${system})`
-    }
+      return pointCondition(sql, value.prefix, value.value, value.low, value.high, col("value", true))
+    case "quantity":
+      return quantityCondition(sql, value, col)
     case "reference": {
-      if (modifier === "identifier") return sql`identifier_value = ${value.id ?? value.url ?? ""}`
-      if (value.url !== undefined) return sql`url = ${value.url}`
-      if (value.types.length === 0) return sql`target_id = ${value.id ?? ""}`
-      return sql`(target_id = ${value.id ?? ""} AND ${sql.in("target_type", value.types)})`
+      if (value.url !== undefined) {
+        const url = sql`${col("url")} = ${value.url}`
+        return value.version === undefined ? url : sql`(${url} AND ${col("version")} = ${value.version})`
+      }
+      if (value.types.length === 0) return sql`${col("target_id")} = ${value.id ?? ""}`
+      return sql`(${col("target_id")} = ${value.id ?? ""} AND ${col("target_type")} IN ${sql.in(value.types)})`
     }
-    default:
+    case "near":
+      return nearCondition(sql, value, col)
+    case "composite": {
+      const { modifier: _, ...plain } = clause
+      return sql.and(value.parts.map((part, i) => valueCondition(sql, plain, part.value, partColumns(sql, i), part.value.kind, now)))
+    }
+    case "id":
+    case "missing":
       return sql`1 = 0`
   }
 }
@@ -96,19 +243,66 @@ const tableOf: Record<string, string> = {
   special: "search_near"
 }
 
+/** Words of a `_content` or `_text` value: each must appear (case-insensitive), in any order. */
+const wordsCondition = (sql: SqlClient.SqlClient, column: Fragment, value: string): Fragment => {
+  const words = value.toLowerCase().split(/\s+/).filter((word) => word !== "")
+  if (words.length === 0) return sql`1 = 1`
+  return sql.and(words.map((word) => sql`lower(${column}) LIKE ${`%${escapeLike(word)}%`} ESCAPE '\\'`))
+}
+
+const stringsOf = (clause: Clause): ReadonlyArray<string> =>
+  clause.values.flatMap((value) => (value.kind === "string" ? [value.value] : value.kind === "uri" ? [value.value] : []))
+
+/** `_content`, `_text` and `_list`: read from the stored resource and from List resources, not from index rows. */
+const storedCondition = (sql: SqlClient.SqlClient, type: string, clause: Clause): Fragment | undefined => {
+  switch (clause.code) {
+    case "_content":
+    case "_text": {
+      const column = clause.code === "_content"
+        ? sql`v.content`
+        : sql.onDialectOrElse({ pg: () => sql`((v.content::jsonb)->'text'->>'div')`, orElse: () => sql`json_extract(v.content, '$.text.div')` })
+      const alternatives = stringsOf(clause).map((value) => wordsCondition(sql, column, value))
+      return sql`EXISTS (SELECT 1 FROM resource_versions v WHERE v.rkey = r.rkey AND v.version = r.version AND ${sql.or(alternatives)})`
+    }
+    case "_list": {
+      const lists = stringsOf(clause)
+      return sql`r.id IN (SELECT i.target_id FROM search_reference i JOIN resources l ON l.rkey = i.rkey
+        WHERE i.type = 'List' AND i.param = 'item' AND i.target_type = ${type} AND l.type = 'List' AND NOT l.deleted AND ${sql.in("l.id", lists)})`
+    }
+    default:
+      return undefined
+  }
+}
+
+/** `_lastUpdated` is the commit timestamp (µs) of the current version: no index rows needed. */
+const lastUpdatedCondition = (sql: SqlClient.SqlClient, clause: Clause, now: number): Fragment =>
+  sql.or(clause.values.map((value) => {
+    if (value.kind !== "date") return sql`1 = 0`
+    return dateCondition(sql, value.prefix, value.low * 1000, value.high * 1000, sql`r.commit_ts`, sql`(r.commit_ts + 1)`, now * 1000)
+  }))
+
 /** The condition a clause puts on `r` (the resources table) for resources of `type`. */
-export const clauseCondition = (sql: SqlClient.SqlClient, type: string, clause: Clause, paramType: string): Fragment => {
+export const clauseCondition = (sql: SqlClient.SqlClient, type: string, clause: Clause, paramType: string, now: number = Date.now()): Fragment => {
   const first = clause.values[0]
   if (clause.values.length > 0 && clause.values.every((value) => value.kind === "id")) {
     const ids = clause.values.map((value) => (value.kind === "id" ? value.id : ""))
     return clause.exclude ? sql`NOT ${sql.in("r.id", ids)}` : sql.in("r.id", ids)
+  }
+  if (clause.code === "_lastUpdated" && first?.kind !== "missing") {
+    const condition = lastUpdatedCondition(sql, clause, now)
+    return clause.exclude ? sql`NOT ${condition}` : condition
+  }
+  if (first?.kind !== "missing") {
+    const stored = storedCondition(sql, type, clause)
+    if (stored !== undefined) return clause.exclude ? sql`NOT ${stored}` : stored
   }
   const table = sql(tableOf[paramType] ?? "search_token")
   if (first?.kind === "missing") {
     const exists = sql`EXISTS (SELECT 1 FROM ${table} i WHERE i.rkey = r.rkey AND i.param = ${clause.code})`
     return first.missing ? sql`NOT ${exists}` : exists
   }
-  const alternatives = clause.values.map((value) => valueCondition(sql, clause, value))
+  const col = tableColumns(sql)
+  const alternatives = clause.values.map((value) => valueCondition(sql, clause, value, col, paramType, now))
   const subquery = sql`SELECT rkey FROM ${table} WHERE type = ${type} AND param = ${clause.code} AND ${sql.or(alternatives)}`
   return clause.exclude ? sql`r.rkey NOT IN (${subquery})` : sql`r.rkey IN (${subquery})`
 }

@@ -104,10 +104,10 @@ const modifierCases: ReadonlyArray<readonly [string, string, string, string, obj
   ["contains", "Patient", "family", "mit", { kind: "string", value: "mit" }],
   ["text", "Observation", "code", "blood pressure", { kind: "string", value: "blood pressure" }],
   ["not", "Observation", "status", "final", { kind: "token", code: "final" }],
-  ["above", "Observation", "code", "http://snomed.info/sct|123", { kind: "token", code: "123" }],
-  ["below", "Observation", "code", "http://snomed.info/sct|123", { kind: "token", code: "123" }],
-  ["in", "Observation", "code", "http://x/ValueSet/a", { kind: "uri", value: "http://x/ValueSet/a" }],
-  ["not-in", "Observation", "code", "http://x/ValueSet/a", { kind: "uri", value: "http://x/ValueSet/a" }],
+  ["above", "Observation", "code", "http://hl7.org/fhir/observation-status|corrected", { kind: "codes", codes: expect.arrayContaining([{ system: "http://hl7.org/fhir/observation-status", code: "amended" }]) }],
+  ["below", "Observation", "code", "http://hl7.org/fhir/observation-status|amended", { kind: "codes", codes: expect.arrayContaining([{ system: "http://hl7.org/fhir/observation-status", code: "corrected" }]) }],
+  ["in", "Observation", "code", "http://hl7.org/fhir/ValueSet/observation-status", { kind: "codes", codes: expect.arrayContaining([{ system: "http://hl7.org/fhir/observation-status", code: "final" }]) }],
+  ["not-in", "Observation", "code", "http://hl7.org/fhir/ValueSet/observation-status", { kind: "codes" }],
   ["of-type", "Patient", "identifier", "http://terminology.hl7.org/CodeSystem/v2-0203|MR|446053", { kind: "of-type", code: "MR", value: "446053" }],
   ["identifier", "Observation", "subject", "http://ns|123", { kind: "token", system: "http://ns", code: "123" }],
   ["above", "ValueSet", "url", "http://x/ValueSet/a", { kind: "uri", value: "http://x/ValueSet/a" }],
@@ -131,6 +131,26 @@ const refusedModifiers: ReadonlyArray<readonly [string, string, string, string]>
 ]
 
 describe("modifiers", () => {
+  withCatalog(":above and :below follow the code system's hierarchy, both ways", (c) => {
+    const codes = (query: string) => {
+      const value = accepted(c, "Observation", query).clauses[0]?.values[0]
+      return value?.kind === "codes" ? value.codes.map((code) => code.code).sort() : []
+    }
+    expect(codes("code:below=http://hl7.org/fhir/observation-status|amended")).toEqual(["amended", "corrected"])
+    expect(codes("code:above=http://hl7.org/fhir/observation-status|corrected")).toEqual(["amended", "corrected"])
+    expect(codes("code:in=http://hl7.org/fhir/ValueSet/observation-status")).toContain("entered-in-error")
+  })
+
+  withCatalog(":in, :not-in, :above and :below that cannot be expanded are a 400 saying why", (c) => {
+    const [unknownSet] = refused(c, "Observation", "code:in=http://x/ValueSet/a")
+    expect(unknownSet).toMatchObject({ status: 400, parameter: "code:in", canSetAside: true })
+    expect(unknownSet?.message).toBe("The value 'http://x/ValueSet/a' of search parameter 'code:in' cannot be used: the ValueSet http://x/ValueSet/a is not known to this server")
+    const [snomed] = refused(c, "Observation", "code:below=http://snomed.info/sct|123")
+    expect(snomed?.message).toContain("http://snomed.info/sct")
+    const [noSystem] = refused(c, "Observation", "code:below=123")
+    expect(noSystem?.message).toContain("expected system|code")
+  })
+
   for (const [modifier, type, code, value, expected] of modifierCases) {
     withCatalog(`:${modifier} applies to ${type}.${code}`, (c) => {
       const clause = accepted(c, type, `${code}:${modifier}=${encodeURIComponent(value)}`).clauses[0]
