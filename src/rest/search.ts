@@ -7,8 +7,9 @@ import { Clock, Effect, Either } from "effect"
 import { Database } from "../db/Database.ts"
 import { operationOutcome } from "../http/OperationOutcome.ts"
 import { parseSearch } from "../search/parse/parseSearch.ts"
-import type { SearchRequest } from "../search/parse/SearchRequest.ts"
+import { parameterType, type SearchRequest } from "../search/parse/SearchRequest.ts"
 import { orderBy, whereCondition as where } from "../search/plan/query.ts"
+import { unsortable } from "../search/plan/sort.ts"
 import { bundleText } from "./bundleText.ts"
 import { fail } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
@@ -39,7 +40,8 @@ export const search = (request: FhirRequest, type: string, params: URLSearchPara
     }
     const query = parsed.right
     if (query.result.include.length > 0 || query.result.revinclude.length > 0) return yield* notYet("_include and _revinclude")
-    if (query.result.sort.some((key) => key.code !== "_id" && key.code !== "_lastUpdated")) return yield* notYet("_sort on search parameters other than _id and _lastUpdated")
+    const unsorted = query.result.sort.find(unsortable)
+    if (unsorted !== undefined) return yield* notYet(`_sort on the ${parameterType(unsorted.param)} parameter '${unsorted.code}'`)
     const summary = query.result.summary
     if (summary !== undefined && summary !== "count" && summary !== "false") return yield* notYet(`_summary=${summary}`)
     if (query.result.elements !== undefined) return yield* notYet("_elements")
