@@ -14,6 +14,7 @@ import { bundleText } from "./bundleText.ts"
 import { fail } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { resourceBody } from "./respond.ts"
+import { shapeFor, shapeText } from "./shape.ts"
 
 const notYet = (what: string) => fail("not-supported", `${what} is not available in this build yet`, 501)
 
@@ -43,8 +44,8 @@ export const search = (request: FhirRequest, type: string, params: URLSearchPara
     const unsorted = query.result.sort.find(unsortable)
     if (unsorted !== undefined) return yield* notYet(`_sort on the ${parameterType(unsorted.param)} parameter '${unsorted.code}'`)
     const summary = query.result.summary
-    if (summary !== undefined && summary !== "count" && summary !== "false") return yield* notYet(`_summary=${summary}`)
-    if (query.result.elements !== undefined) return yield* notYet("_elements")
+    const shape = shapeFor(summary, query.result.elements)
+    if (Either.isLeft(shape)) return yield* fail("invalid", shape.left, 400)
 
     const count = query.result.count
     const offset = query.result.offset ?? 0
@@ -68,8 +69,9 @@ export const search = (request: FhirRequest, type: string, params: URLSearchPara
     if (rows.length > count) links.push(link("next", offset + count))
     if (offset > 0) links.push(link("previous", Math.max(0, offset - count)))
     const now = yield* Clock.currentTimeMillis
+    // Only the matches are shaped: the outcome entry, and included resources once they exist, stay whole.
     const entries = page.map((row) =>
-      `{"fullUrl":${JSON.stringify(`${request.base}/${type}/${row.id}`)},"resource":${row.content},"search":{"mode":"match"}}`)
+      `{"fullUrl":${JSON.stringify(`${request.base}/${type}/${row.id}`)},"resource":${shapeText(row.content, type, request.catalog, shape.right)},"search":{"mode":"match"}}`)
     if (query.ignored.length > 0) {
       const outcome = operationOutcome(query.ignored.map((problem) => ({ severity: "warning", code: "invalid", diagnostics: `${problem.message} (set aside)` })))
       entries.push(JSON.stringify({ resource: outcome, search: { mode: "outcome" } }))

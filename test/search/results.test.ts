@@ -1,8 +1,8 @@
 /**
- * Search results as a client sees them: `_sort` on each parameter type, over HTTP on SQLite and Postgres.
- * The servers install the real R4 packages: the sort parameters come from R4 core. Each test marks its
- * resources with its own identifier system, so the tests share one server per backend without seeing
- * each other's data.
+ * Search results as a client sees them: `_sort` on each parameter type, `_summary` and `_elements`
+ * (on searches and reads), over HTTP on SQLite and Postgres. The servers install the real R4 packages:
+ * the sort parameters and the summary flags come from R4 core. Each test marks its resources with its own
+ * identifier system, so the tests share one server per backend without seeing each other's data.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
@@ -11,6 +11,8 @@ import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmR
 import { call, startServer, type TestServer } from "../support/server.ts"
 
 class Server extends Context.Tag("test/ResultsServer")<Server, TestServer>() {}
+
+const subsetted = { system: "http://terminology.hl7.org/CodeSystem/v3-ObservationValue", code: "SUBSETTED" }
 
 /** A resource created on the server, as the server answered it. */
 const create = (resource: Record<string, unknown>) =>
@@ -180,6 +182,135 @@ for (const backend of backendsUnderTest) {
           const reply = yield* call("GET", `${base}/Observation?_sort=code-value-quantity`)
           expect(reply.status).toBe(501)
           expect(reply.json.issue[0].diagnostics).toContain("code-value-quantity")
+        }))
+
+      const fullPatient = {
+        text: { status: "generated", div: "<div xmlns=\"http://www.w3.org/1999/xhtml\">Ann Lee</div>" },
+        name: [{ family: "Lee", given: ["Ann"] }],
+        gender: "female",
+        birthDate: "1970-02-03",
+        _birthDate: { extension: [{ url: "http://example.org/exact", valueBoolean: true }] },
+        maritalStatus: { text: "married" },
+        photo: [{ contentType: "image/png", data: "iVBORw0KGgo=" }],
+        contact: [{ name: { family: "Lee", given: ["Bob"] } }],
+        communication: [{ language: { text: "English" } }],
+        deceasedBoolean: false,
+        extension: [{ url: "http://example.org/favourite-colour", valueString: "green" }]
+      }
+
+      const fullObservation = (patientId: string) => ({
+        text: { status: "generated", div: "<div xmlns=\"http://www.w3.org/1999/xhtml\">Blood pressure</div>" },
+        category: [{ text: "vital-signs" }],
+        subject: { reference: `Patient/${patientId}` },
+        effectiveDateTime: "2020-01-02T10:00:00Z",
+        valueString: "normal",
+        interpretation: [{ text: "normal" }],
+        note: [{ text: "taken sitting" }],
+        component: [{
+          code: { text: "systolic" },
+          valueQuantity: { value: 120, unit: "mm[Hg]" },
+          interpretation: [{ text: "normal" }]
+        }],
+        referenceRange: [{ text: "below 140" }]
+      })
+
+      /** The top-level element names of a resource, sorted. */
+      const keys = (resource: any): Array<string> => Object.keys(resource).sort()
+
+      it.effect("_summary=true keeps the summary elements of R4, id and meta, tagged SUBSETTED", () =>
+        Effect.gen(function*() {
+          const patientId = yield* patient("summary", fullPatient)
+          const [found] = matches(yield* search(`Patient?${of("summary")}&_summary=true`))
+          expect(keys(found)).toEqual(["_birthDate", "birthDate", "deceasedBoolean", "gender", "id", "identifier", "meta", "name", "resourceType"])
+          expect(found.name).toEqual(fullPatient.name)
+          expect(found._birthDate).toEqual(fullPatient._birthDate)
+          expect(found.meta.tag).toEqual([subsetted])
+          expect(found.meta.versionId).toBe("1")
+
+          yield* observation("summary", fullObservation(patientId))
+          const [obs] = matches(yield* search(`Observation?${of("summary")}&_summary=true`))
+          expect(keys(obs)).toEqual(["code", "component", "effectiveDateTime", "id", "identifier", "meta", "resourceType", "status", "subject", "valueString"])
+          // Inside a backbone element too only the summary elements stay: a component keeps its code and value.
+          expect(obs.component).toEqual([{ code: { text: "systolic" }, valueQuantity: { value: 120, unit: "mm[Hg]" } }])
+          expect(obs.meta.tag).toEqual([subsetted])
+        }))
+
+      it.effect("_summary=text keeps text, id, meta and the mandatory top-level elements; _summary=data everything but text", () =>
+        Effect.gen(function*() {
+          const patientId = yield* patient("text", { ...fullPatient, meta: { tag: [{ system: "http://example.org/tags", code: "kept" }] } })
+          const [text] = matches(yield* search(`Patient?${of("text")}&_summary=text`))
+          expect(keys(text)).toEqual(["id", "meta", "resourceType", "text"])
+          expect(text.text).toEqual(fullPatient.text)
+          expect(text.meta.tag).toEqual([{ system: "http://example.org/tags", code: "kept" }, subsetted])
+
+          yield* observation("text", fullObservation(patientId))
+          const [obsText] = matches(yield* search(`Observation?${of("text")}&_summary=text`))
+          expect(keys(obsText)).toEqual(["code", "id", "meta", "resourceType", "status", "text"])
+
+          const [data] = matches(yield* search(`Patient?${of("text")}&_summary=data`))
+          expect(keys(data)).toEqual([...keys({ ...fullPatient, id: "", identifier: [], meta: {}, resourceType: "" })].filter((k) => k !== "text"))
+          expect(data.contact).toEqual(fullPatient.contact)
+          expect(data.meta.tag).toContainEqual(subsetted)
+        }))
+
+      it.effect("_elements keeps the listed elements, id, meta and mandatory elements, and ignores names it does not know", () =>
+        Effect.gen(function*() {
+          const patientId = yield* patient("elements", fullPatient)
+          const [found] = matches(yield* search(`Patient?${of("elements")}&_elements=birthDate,photo,nonsense`))
+          expect(keys(found)).toEqual(["_birthDate", "birthDate", "id", "meta", "photo", "resourceType"])
+          expect(found.meta.tag).toEqual([subsetted])
+          const [deceased] = matches(yield* search(`Patient?${of("elements")}&_elements=deceased`))
+          expect(keys(deceased)).toEqual(["deceasedBoolean", "id", "meta", "resourceType"])
+
+          yield* observation("elements", fullObservation(patientId))
+          const [obs] = matches(yield* search(`Observation?${of("elements")}&_elements=subject,value[x]`))
+          expect(keys(obs)).toEqual(["code", "id", "meta", "resourceType", "status", "subject", "valueString"])
+          // _summary=false asks for everything, so _elements decides.
+          const [withFalse] = matches(yield* search(`Observation?${of("elements")}&_elements=note&_summary=false`))
+          expect(keys(withFalse)).toEqual(["code", "id", "meta", "note", "resourceType", "status"])
+        }))
+
+      it.effect("serves the stored resource unchanged without _summary or _elements, and refuses _elements with _summary=true", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const id = yield* patient("stored", fullPatient)
+          const read = yield* call("GET", `${base}/Patient/${id}`)
+          for (const query of ["", "&_summary=false"]) {
+            const reply = yield* call("GET", `${base}/Patient?${of("stored")}${query}`)
+            expect(reply.text).toContain(`"resource":${read.text}`)
+          }
+          const refused = yield* call("GET", `${base}/Patient?${of("stored")}&_summary=true&_elements=name`)
+          expect(refused.status).toBe(400)
+          expect(refused.json.issue[0].diagnostics).toContain("_elements")
+        }))
+
+      it.effect("a lenient search shapes its matches but leaves the outcome entry whole", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          yield* patient("lenient", fullPatient)
+          const reply = yield* call("GET", `${base}/Patient?${of("lenient")}&_elements=gender&birthdate=not-a-date`, { headers: { prefer: "handling=lenient" } })
+          expect(reply.status).toBe(200)
+          const outcome = reply.json.entry.find((e: any) => e.search.mode === "outcome").resource
+          expect(outcome.issue[0].severity).toBe("warning")
+          expect(outcome.meta).toBeUndefined()
+          expect(keys(matches(reply.json)[0])).toEqual(["gender", "id", "meta", "resourceType"])
+        }))
+
+      it.effect("a read honours _summary and _elements too", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const id = yield* patient("read", fullPatient)
+          const summary = yield* call("GET", `${base}/Patient/${id}?_summary=true`)
+          expect(summary.status).toBe(200)
+          expect(summary.headers.get("etag")).toBe('W/"1"')
+          expect(keys(summary.json)).toEqual(["_birthDate", "birthDate", "deceasedBoolean", "gender", "id", "identifier", "meta", "name", "resourceType"])
+          expect(summary.json.meta.tag).toEqual([subsetted])
+          const elements = yield* call("GET", `${base}/Patient/${id}/_history/1?_elements=gender`)
+          expect(keys(elements.json)).toEqual(["gender", "id", "meta", "resourceType"])
+          const whole = yield* call("GET", `${base}/Patient/${id}?_summary=false`)
+          expect(whole.json.contact).toEqual(fullPatient.contact)
+          expect(whole.json.meta.tag).toBeUndefined()
+          expect((yield* call("GET", `${base}/Patient/${id}?_summary=count`)).status).toBe(400)
         }))
     })
   })
