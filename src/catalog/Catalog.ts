@@ -15,11 +15,13 @@ import type {
   StructureDefinition,
   ValueSetDef
 } from "./definitions.ts"
+import { elementTree, type ElementTree } from "./elementTree.ts"
 import { isObject, type Json, str } from "./json.ts"
 import { readCompartmentDefinition, readOperationDefinition, readSearchParameter, readValueSet } from "./readDefinitions.ts"
 import { readStructureDefinition } from "./readStructure.ts"
 
 export type * from "./definitions.ts"
+export type { ElementNode, ElementTree } from "./elementTree.ts"
 
 export interface Catalog {
   readonly generation: number
@@ -31,6 +33,8 @@ export interface Catalog {
   readonly structureDefinition: (url: string) => StructureDefinition | undefined
   /** The base definition (not a profile) of a resource or data type. */
   readonly structureDefinitionForType: (type: string) => StructureDefinition | undefined
+  /** The elements of a type's JSON form from its base definition's snapshot, computed once per type. */
+  readonly elementTree: (type: string) => ElementTree | undefined
   /** By code, including those inherited from the type's ancestors (Resource, DomainResource). */
   readonly searchParameters: (resourceType: string) => ReadonlyMap<string, SearchParameterDef>
   readonly searchParameter: (resourceType: string, code: string) => SearchParameterDef | undefined
@@ -173,6 +177,17 @@ export const build = (resources: Iterable<Record<string, unknown>>, generation: 
     return map
   }
 
+  const trees = new Map<string, ElementTree>()
+  const elementTreeOf = (type: string): ElementTree | undefined => {
+    const known = trees.get(type)
+    if (known !== undefined) return known
+    const sd = byType.get(type)
+    if (sd === undefined) return undefined
+    const tree = elementTree(sd)
+    trees.set(type, tree)
+    return tree
+  }
+
   const sortedTypes = [...resourceTypes].sort()
   const compartmentList = [...compartments.values()]
   return {
@@ -182,6 +197,7 @@ export const build = (resources: Iterable<Record<string, unknown>>, generation: 
     isResourceType: (type) => resourceTypes.has(type),
     structureDefinition: structures.get,
     structureDefinitionForType: (type) => byType.get(type),
+    elementTree: elementTreeOf,
     searchParameters: parametersOf,
     searchParameter: (type, code) => parametersOf(type).get(code),
     searchParameterByUrl: searchParameters.get,

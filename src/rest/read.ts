@@ -1,11 +1,12 @@
 /** read and vread (https://hl7.org/fhir/R4/http.html#read, #vread). */
 import { HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { Database } from "../db/Database.ts"
 import { readCurrent, readVersion, type VersionRow } from "../store/reads.ts"
 import { fail } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { etag, resourceBody, versionHeaders } from "./respond.ts"
+import { shapeOfQuery, shapeText } from "./shape.ts"
 
 const gone = (row: VersionRow) =>
   Effect.fail(fail("deleted", `${row.type}/${row.id} was deleted (version ${row.version})`))
@@ -21,10 +22,13 @@ const notModified = (request: FhirRequest, row: VersionRow): boolean => {
   return !Number.isNaN(sinceMillis) && Math.floor(row.commitTs / 1_000_000) * 1000 <= sinceMillis
 }
 
-const answer = (request: FhirRequest, row: VersionRow) =>
-  notModified(request, row)
-    ? Effect.succeed(HttpServerResponse.empty({ status: 304, headers: versionHeaders(row) }))
-    : Effect.succeed(resourceBody(row.content!, request.negotiated, request.catalog, { headers: versionHeaders(row) }))
+const answer = (request: FhirRequest, row: VersionRow) => {
+  if (notModified(request, row)) return Effect.succeed(HttpServerResponse.empty({ status: 304, headers: versionHeaders(row) }))
+  const shape = shapeOfQuery(request.params)
+  if (Either.isLeft(shape)) return Effect.fail(fail("invalid", shape.left, 400))
+  const body = shapeText(row.content!, row.type, request.catalog, shape.right)
+  return Effect.succeed(resourceBody(body, request.negotiated, request.catalog, { headers: versionHeaders(row) }))
+}
 
 export const read = (request: FhirRequest, type: string, id: string) =>
   Effect.gen(function*() {

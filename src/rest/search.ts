@@ -7,12 +7,14 @@ import { Clock, Effect, Either } from "effect"
 import { Database } from "../db/Database.ts"
 import { operationOutcome } from "../http/OperationOutcome.ts"
 import { parseSearch } from "../search/parse/parseSearch.ts"
-import type { SearchRequest } from "../search/parse/SearchRequest.ts"
+import { parameterType, type SearchRequest } from "../search/parse/SearchRequest.ts"
 import { orderBy, whereCondition as where } from "../search/plan/query.ts"
+import { unsortable } from "../search/plan/sort.ts"
 import { bundleText } from "./bundleText.ts"
 import { fail } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { resourceBody } from "./respond.ts"
+import { shapeFor, shapeText } from "./shape.ts"
 
 const notYet = (what: string) => fail("not-supported", `${what} is not available in this build yet`, 501)
 
@@ -39,10 +41,11 @@ export const search = (request: FhirRequest, type: string, params: URLSearchPara
     }
     const query = parsed.right
     if (query.result.include.length > 0 || query.result.revinclude.length > 0) return yield* notYet("_include and _revinclude")
-    if (query.result.sort.some((key) => key.code !== "_id" && key.code !== "_lastUpdated")) return yield* notYet("_sort on search parameters other than _id and _lastUpdated")
+    const unsorted = query.result.sort.find(unsortable)
+    if (unsorted !== undefined) return yield* notYet(`_sort on the ${parameterType(unsorted.param)} parameter '${unsorted.code}'`)
     const summary = query.result.summary
-    if (summary !== undefined && summary !== "count" && summary !== "false") return yield* notYet(`_summary=${summary}`)
-    if (query.result.elements !== undefined) return yield* notYet("_elements")
+    const shape = shapeFor(summary, query.result.elements)
+    if (Either.isLeft(shape)) return yield* fail("invalid", shape.left, 400)
 
     const count = query.result.count
     const offset = query.result.offset ?? 0
@@ -66,8 +69,9 @@ export const search = (request: FhirRequest, type: string, params: URLSearchPara
     if (rows.length > count) links.push(link("next", offset + count))
     if (offset > 0) links.push(link("previous", Math.max(0, offset - count)))
     const now = yield* Clock.currentTimeMillis
+    // Only the matches are shaped: the outcome entry, and included resources once they exist, stay whole.
     const entries = page.map((row) =>
-      `{"fullUrl":${JSON.stringify(`${request.base}/${type}/${row.id}`)},"resource":${row.content},"search":{"mode":"match"}}`)
+      `{"fullUrl":${JSON.stringify(`${request.base}/${type}/${row.id}`)},"resource":${shapeText(row.content, type, request.catalog, shape.right)},"search":{"mode":"match"}}`)
     if (query.ignored.length > 0) {
       const outcome = operationOutcome(query.ignored.map((problem) => ({ severity: "warning", code: "invalid", diagnostics: `${problem.message} (set aside)` })))
       entries.push(JSON.stringify({ resource: outcome, search: { mode: "outcome" } }))

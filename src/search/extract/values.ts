@@ -104,8 +104,7 @@ const dateOf = (t: Typed): Range | undefined => {
 }
 
 /** `[low, high)` from the digits written: 100 covers [99.5, 100.5), 1.50 would cover [1.495, 1.505). */
-const numberRow = (code: string, value: number): IndexRow => {
-  const written = String(value)
+const numberRow = (code: string, value: number, written = String(value)): IndexRow => {
   const decimals = written.includes("e") ? 0 : (written.split(".")[1]?.length ?? 0)
   const half = 0.5 * 10 ** -decimals
   return { kind: "number", code, value, low: value - half, high: value + half }
@@ -191,8 +190,14 @@ export const rowsOf = (type: string, code: string, value: Typed, ctx: ValueConte
       }
       return [{ kind: "date", code, low: range.low, high: range.high }]
     }
-    case "number":
-      return typeof t.data === "number" && Number.isFinite(t.data) ? [numberRow(code, t.data)] : []
+    case "number": {
+      if (typeof t.data === "number") return Number.isFinite(t.data) ? [numberRow(code, t.data)] : []
+      // fhirpath.js gives a decimal element as an object with its number and the text as written.
+      const decimal = obj(t.data)
+      const value = decimal?.["value"]
+      if (typeof value !== "number" || !Number.isFinite(value)) return []
+      return [numberRow(code, value, text(decimal?.["asStr"]))]
+    }
     case "quantity":
       return quantity(code, t)
     case "reference":

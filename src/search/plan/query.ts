@@ -7,6 +7,7 @@ import type { Statement } from "@effect/sql"
 import { Effect } from "effect"
 import { parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
 import { clauseCondition } from "./conditions.ts"
+import { sortKey } from "./sort.ts"
 
 /** The condition on `r` (the resources table) for the current, undeleted resources the request matches. */
 export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest): Statement.Fragment =>
@@ -16,14 +17,9 @@ export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest)
     ...request.clauses.map((clause) => clauseCondition(sql, request.type, clause, parameterType(clause.param)))
   ])
 
-/** `_sort` as ORDER BY, always ending in the row key so that pages are stable. */
-export const orderBy = (sql: SqlClient.SqlClient, request: SearchRequest): Statement.Fragment => {
-  const keys = request.result.sort.map((key) => {
-    const column = key.code === "_lastUpdated" ? sql`r.commit_ts` : sql`r.id`
-    return key.direction === "desc" ? sql`${column} DESC` : sql`${column} ASC`
-  })
-  return sql.join(", ", false)([...keys, sql`r.rkey ASC`])
-}
+/** `_sort` as ORDER BY (see sort.ts), always ending in the row key so that pages are stable. */
+export const orderBy = (sql: SqlClient.SqlClient, request: SearchRequest): Statement.Fragment =>
+  sql.join(", ", false)([...request.result.sort.map((key) => sortKey(sql, request.type, key)), sql`r.rkey ASC`])
 
 export interface Match {
   readonly rkey: number

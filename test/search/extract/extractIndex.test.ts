@@ -100,6 +100,20 @@ describe("extractIndex on the R4 catalog", () => {
     expect(rowsOf(rows, "near")).toEqual([{ kind: "near", code: "near", latitude: 42.36, longitude: -71.06 }])
   })
 
+  it("indexes decimal elements for number parameters, with the range of their digits", (context) => {
+    if (catalog === undefined) return context.skip()
+    const rows = extractIndex({
+      resourceType: "RiskAssessment",
+      status: "final",
+      subject: { reference: "Patient/p1" },
+      prediction: [{ probabilityDecimal: 0.25 }, { probabilityDecimal: 3 }]
+    }, catalog)
+    expect(rowsOf(rows, "probability").map((row) => row.kind === "number" ? [row.value, row.low, row.high] : [])).toEqual([
+      [0.25, 0.245, 0.255],
+      [3, 2.5, 3.5]
+    ].map(([value, low, high]) => [value, expect.closeTo(low!, 12), expect.closeTo(high!, 12)]))
+  })
+
   it("skips and counts a malformed date instead of throwing", (context) => {
     if (catalog === undefined) return context.skip()
     const report = extractIndexReport({ ...patient, birthDate: "1970-02-30" }, catalog)
