@@ -281,6 +281,13 @@ const lastUpdatedCondition = (sql: SqlClient.SqlClient, clause: Clause, now: num
     return dateCondition(sql, value.prefix, value.low * 1000, value.high * 1000, sql`r.commit_ts`, sql`(r.commit_ts + 1)`, now * 1000)
   }))
 
+/** Whether the clause's condition is `r.rkey IN (rows of the index for this type)`: it keeps to the type by itself. */
+export const narrowsToType = (clause: Clause): boolean => {
+  const first = clause.values[0]
+  if (clause.exclude || first === undefined || first.kind === "missing" || first.kind === "id") return false
+  return !["_lastUpdated", "_content", "_text", "_list"].includes(clause.code)
+}
+
 /** The condition a clause puts on `r` (the resources table) for resources of `type`. */
 export const clauseCondition = (sql: SqlClient.SqlClient, type: string, clause: Clause, paramType: string, now: number = Date.now()): Fragment => {
   const first = clause.values[0]

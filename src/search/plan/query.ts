@@ -6,13 +6,15 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
 import { Effect } from "effect"
 import { parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
-import { clauseCondition } from "./conditions.ts"
+import { clauseCondition, narrowsToType } from "./conditions.ts"
 import { sortKey } from "./sort.ts"
 
 /** The condition on `r` (the resources table) for the current, undeleted resources the request matches. */
 export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest): Statement.Fragment =>
   sql.and([
-    sql`r.type = ${request.type}`,
+    // An index subquery already keeps to the type; leaving `r.type` out then lets the database start from
+    // the subquery's rows instead of every resource of the type.
+    ...(request.clauses.some(narrowsToType) ? [] : [sql`r.type = ${request.type}`]),
     sql`NOT r.deleted`,
     ...request.clauses.map((clause) => clauseCondition(sql, request.type, clause, parameterType(clause.param)))
   ])
