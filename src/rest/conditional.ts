@@ -14,6 +14,7 @@ import { resultCodes } from "../search/parse/result.ts"
 import type { SearchRequest } from "../search/parse/SearchRequest.ts"
 import { findMatches, type Match } from "../search/plan/query.ts"
 import { readCurrent, type VersionRow } from "../store/reads.ts"
+import { bodyMatches } from "./checks.ts"
 import {
   type CommandEnv,
   createCommand,
@@ -29,7 +30,7 @@ import { fail, FhirError } from "./FhirError.ts"
 /** A condition: the search that names the resource of a conditional interaction. */
 export interface Condition {
   readonly type: string
-  /** As written, for messages. */
+  /** Its parameters as `name=value&...`, decoded, for messages and to compare conditions. */
   readonly text: string
   readonly search: SearchRequest
 }
@@ -139,6 +140,8 @@ export const updateMatch = (
   newId?: string
 ): Effect.Effect<Written, FhirError | SqlError> =>
   Effect.gen(function*() {
+    const wrongBody = bodyMatches(body, type)
+    if (wrongBody) return yield* wrongBody
     const target = updateTarget(type, match, body, newId)
     if (target instanceof FhirError) return yield* target
     if (match !== undefined) return yield* updateCommand(env, type, target.id, { ...body, id: target.id }, ifMatch)
