@@ -12,14 +12,14 @@ import { fail, FhirError } from "./FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
 import { negotiate } from "./Format.ts"
 import { history } from "./history.ts"
-import { patch } from "./patch.ts"
+import { patch, patchWhere } from "./patch.ts"
 import { read, vread } from "./read.ts"
 import { bodyText, readResource } from "./RequestBody.ts"
 import { search } from "./search.ts"
 import { processBundle } from "./bundle/Bundles.ts"
 import { basePath, baseUrl, RestSettings } from "./Rest.ts"
 import { errorResponse, resourceBody } from "./respond.ts"
-import { create, remove, update } from "./write.ts"
+import { create, remove, removeWhere, update, updateWhere } from "./write.ts"
 
 const notImplemented = (what: string) => Effect.fail(fail("not-supported", `${what} is not available in this build yet`, 501))
 
@@ -46,8 +46,21 @@ const route = (request: FhirRequest, segments: ReadonlyArray<string>, capabiliti
   if (!request.catalog.isResourceType(first)) return Effect.fail(fail("not-found", `${first} is not a resource type this server knows`))
   const type = first
   if (second === undefined) {
-    if (method === "POST") return Effect.flatMap(readResource(request.http, request.maxBodyBytes, request.catalog), (body) => create(request, type, body))
-    return method === "GET" ? search(request, type, request.params) : methodNotAllowed(method, path)
+    // PUT, PATCH and DELETE on the type are the conditional interactions: the query names the resource.
+    switch (method) {
+      case "GET":
+        return search(request, type, request.params)
+      case "POST":
+        return Effect.flatMap(readResource(request.http, request.maxBodyBytes, request.catalog), (body) => create(request, type, body))
+      case "PUT":
+        return Effect.flatMap(readResource(request.http, request.maxBodyBytes, request.catalog), (body) => updateWhere(request, type, body))
+      case "PATCH":
+        return patchWhere(request, type)
+      case "DELETE":
+        return removeWhere(request, type)
+      default:
+        return methodNotAllowed(method, path)
+    }
   }
   if (second === "_history" && third === undefined) return method === "GET" ? history(request, { type }) : methodNotAllowed(method, path)
   if (second === "_search" && third === undefined) {

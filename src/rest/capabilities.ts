@@ -38,9 +38,9 @@ export const capabilityStatement = (catalog: Catalog, options: { readonly base: 
       versioning: "versioned-update",
       readHistory: true,
       updateCreate: options.updateAsCreate,
-      conditionalCreate: false,
-      conditionalUpdate: false,
-      conditionalDelete: "not-supported"
+      conditionalCreate: true,
+      conditionalUpdate: true,
+      conditionalDelete: "single"
       // searchParam and operation are listed as search and the operations are served.
     }))
   }]

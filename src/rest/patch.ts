@@ -1,11 +1,13 @@
 /**
  * patch (https://hl7.org/fhir/R4/http.html#patch): JSON Patch (`application/json-patch+json`) or
  * FHIRPath Patch (a `Parameters` body), applied to the current version inside the Writer's
- * transaction, so a concurrent write cannot come between the read and the write.
+ * transaction, so a concurrent write cannot come between the read and the write. Conditional patch
+ * (#cpatch) names the resource by a search: none is a 404, several a 412.
  */
 import { Effect } from "effect"
 import { ifMatchVersion, knownType } from "./checks.ts"
 import { type Patcher, patchCommand } from "./commands.ts"
+import { matchOne, patchMatch, readCondition } from "./conditional.ts"
 import { fail, FhirError } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { bodyFormat } from "./Format.ts"
@@ -38,5 +40,18 @@ export const patch = (request: FhirRequest, type: string, id: string) =>
     if (expected instanceof FhirError) return yield* expected
     const apply = yield* readPatch(request)
     const { commitTs, value } = yield* inTransaction(request, (env) => patchCommand(env, type, id, apply, expected))
-    return written(request, type, id, value.stored, commitTs, false)
+    return written(request, type, id, value.stored, commitTs, "updated")
+  })
+
+/** `PATCH [base]/{type}?<search>`. */
+export const patchWhere = (request: FhirRequest, type: string) =>
+  Effect.gen(function*() {
+    const condition = readCondition(request.catalog, type, request.params, "conditional patch")
+    if (condition instanceof FhirError) return yield* condition
+    const expected = ifMatchVersion(header(request, "if-match"))
+    if (expected instanceof FhirError) return yield* expected
+    const apply = yield* readPatch(request)
+    const { commitTs, value } = yield* inTransaction(request, (env) =>
+      Effect.flatMap(matchOne(env.sql, condition, "conditional patch"), (match) => patchMatch(env, condition, match, apply, expected)))
+    return written(request, type, value.id, value.stored, commitTs, "updated")
   })

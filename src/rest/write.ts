@@ -1,12 +1,16 @@
-/** create, update and delete over HTTP (https://hl7.org/fhir/R4/http.html#create, #update, #delete). */
+/**
+ * create, update and delete over HTTP (https://hl7.org/fhir/R4/http.html#create, #update, #delete),
+ * and their conditional forms (#ccreate, #cond-update, #cdelete): `If-None-Exist` on a create, a
+ * search in place of the id on an update or delete.
+ */
 import { HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { Database } from "../db/Database.ts"
 import { operationOutcome } from "../http/OperationOutcome.ts"
-import type { StoredVersion } from "../store/ResourceStore.ts"
 import { type CommitContext, Writer } from "../store/Writer.ts"
 import { ifMatchVersion } from "./checks.ts"
 import { type CommandEnv, createCommand, deleteCommand, updateCommand } from "./commands.ts"
+import { createUnlessFound, deleteMatch, matchOne, readCondition, updateMatch } from "./conditional.ts"
 import { FhirError } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { returnPreference } from "./prefer.ts"
@@ -26,20 +30,34 @@ export const inTransaction = <A, E, R>(request: FhirRequest, command: (env: Comm
     )
   })
 
-/** The answer to a successful create, update or patch, shaped by `Prefer: return=`. */
-export const written = (request: FhirRequest, type: string, id: string, stored: StoredVersion, commitTs: number, created: boolean) => {
+/** What a write answers about: a version it created or updated, or the one a conditional create found. */
+export type WriteOutcome = "created" | "updated" | "found"
+
+/**
+ * The answer to a successful create, update or patch, shaped by `Prefer: return=`. `versionTs` is the
+ * commit of the version shown (that of the transaction, except for a resource a conditional create found).
+ */
+export const written = (
+  request: FhirRequest,
+  type: string,
+  id: string,
+  stored: { readonly version: number; readonly content: string },
+  commitTs: number,
+  outcome: WriteOutcome,
+  versionTs: number = commitTs
+) => {
   const headers = {
-    ...versionHeaders({ version: stored.version, commitTs }),
+    ...versionHeaders({ version: stored.version, commitTs: versionTs }),
     ...commitHeader(commitTs),
     location: `${request.base}/${type}/${id}/_history/${stored.version}`
   }
-  const status = created ? 201 : 200
+  const status = outcome === "created" ? 201 : 200
   switch (returnPreference(header(request, "prefer"))) {
     case "minimal":
       return HttpServerResponse.empty({ status, headers })
     case "OperationOutcome":
       return resourceBody(
-        operationOutcome([{ severity: "information", code: "informational", diagnostics: `${created ? "created" : "updated"} ${type}/${id} version ${stored.version}` }]),
+        operationOutcome([{ severity: "information", code: "informational", diagnostics: `${outcome} ${type}/${id} version ${stored.version}` }]),
         request.negotiated,
         request.catalog,
         { status, headers }
@@ -49,20 +67,61 @@ export const written = (request: FhirRequest, type: string, id: string, stored: 
   }
 }
 
+const ifMatchOf = (request: FhirRequest) => {
+  const expected = ifMatchVersion(header(request, "if-match"))
+  return expected instanceof FhirError ? Effect.fail(expected) : Effect.succeed(expected)
+}
+
+/** A create; with `If-None-Exist`, a conditional create that writes nothing when a resource matches. */
 export const create = (request: FhirRequest, type: string, body: Record<string, unknown>) =>
-  Effect.map(
-    inTransaction(request, (env) => createCommand(env, type, body)),
-    ({ commitTs, value }) => written(request, type, value.id, value.stored, commitTs, true)
-  )
+  Effect.gen(function*() {
+    const ifNoneExist = header(request, "if-none-exist")
+    if (ifNoneExist === undefined) {
+      const { commitTs, value } = yield* inTransaction(request, (env) => createCommand(env, type, body))
+      return written(request, type, value.id, value.stored, commitTs, "created")
+    }
+    const condition = readCondition(request.catalog, type, ifNoneExist, "conditional create")
+    if (condition instanceof FhirError) return yield* condition
+    const { commitTs, value } = yield* inTransaction(request, (env) =>
+      Effect.flatMap(matchOne(env.sql, condition, "conditional create"), (match) => createUnlessFound(env, type, match, body)))
+    return value._tag === "created"
+      ? written(request, type, value.written.id, value.written.stored, commitTs, "created")
+      : written(request, type, value.row.id, value.row, commitTs, "found", value.row.commitTs)
+  })
 
 export const update = (request: FhirRequest, type: string, id: string, body: Record<string, unknown>) =>
   Effect.gen(function*() {
-    const expected = ifMatchVersion(header(request, "if-match"))
-    if (expected instanceof FhirError) return yield* expected
+    const expected = yield* ifMatchOf(request)
     const { commitTs, value } = yield* inTransaction(request, (env) => updateCommand(env, type, id, body, expected))
-    return written(request, type, id, value.stored, commitTs, value.created)
+    return written(request, type, id, value.stored, commitTs, value.created ? "created" : "updated")
+  })
+
+/** `PUT [base]/{type}?<search>`. */
+export const updateWhere = (request: FhirRequest, type: string, body: Record<string, unknown>) =>
+  Effect.gen(function*() {
+    const condition = readCondition(request.catalog, type, request.params, "conditional update")
+    if (condition instanceof FhirError) return yield* condition
+    const expected = yield* ifMatchOf(request)
+    const { commitTs, value } = yield* inTransaction(request, (env) =>
+      Effect.flatMap(matchOne(env.sql, condition, "conditional update"), (match) => updateMatch(env, type, match, body, expected)))
+    return written(request, type, value.id, value.stored, commitTs, value.created ? "created" : "updated")
+  })
+
+const deletedResponse = (commitTs: number, version: number | undefined) =>
+  HttpServerResponse.empty({
+    status: 204,
+    headers: { ...commitHeader(commitTs), ...(version === undefined ? {} : { etag: `W/"${version}"` }) }
   })
 
 export const remove = (request: FhirRequest, type: string, id: string) =>
-  Effect.map(inTransaction(request, (env) => deleteCommand(env, type, id)), ({ commitTs, value }) =>
-    HttpServerResponse.empty({ status: 204, headers: { ...commitHeader(commitTs), etag: `W/"${value.version}"` } }))
+  Effect.map(inTransaction(request, (env) => deleteCommand(env, type, id)), ({ commitTs, value }) => deletedResponse(commitTs, value.version))
+
+/** `DELETE [base]/{type}?<search>`: 204 whether one resource matched and was deleted or none matched. */
+export const removeWhere = (request: FhirRequest, type: string) =>
+  Effect.gen(function*() {
+    const condition = readCondition(request.catalog, type, request.params, "conditional delete")
+    if (condition instanceof FhirError) return yield* condition
+    const { commitTs, value } = yield* inTransaction(request, (env) =>
+      Effect.flatMap(matchOne(env.sql, condition, "conditional delete"), (match) => deleteMatch(env, type, match)))
+    return deletedResponse(commitTs, value?.version)
+  })

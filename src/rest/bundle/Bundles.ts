@@ -2,8 +2,10 @@
  * `POST [base]` with a batch or transaction Bundle (https://hl7.org/fhir/R4/http.html#transaction).
  * A transaction is one Writer command: its entries run in FHIR's order (DELETE, POST, PUT/PATCH, GET)
  * in one database transaction with one commit timestamp, and a failing entry fails the whole Bundle.
- * A batch runs each entry on its own.
+ * Conditions (ifNoneExist, `Type?search` URLs, conditional references) are matched inside that
+ * transaction: a DELETE's before the deletes run, the others after. A batch runs each entry on its own.
  */
+import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import { operationOutcome, statusFor } from "../../http/OperationOutcome.ts"
@@ -11,10 +13,13 @@ import { fail, FhirError } from "../FhirError.ts"
 import type { FhirRequest } from "../FhirRequest.ts"
 import { resourceBody } from "../respond.ts"
 import { bundleText } from "../bundleText.ts"
+import type { CommandEnv } from "../commands.ts"
+import { type Condition, matchOne, updateTarget } from "../conditional.ts"
 import { commitHeader, inTransaction } from "../write.ts"
+import { conditionKey, conditionOf, interactionName, resolveReferences } from "./conditions.ts"
 import { type Entry, parseBundle } from "./entries.ts"
 import { type Rewrite, rewrite } from "./references.ts"
-import { type EntryResult, runEntry, statusLine, unsupported } from "./run.ts"
+import { type EntryResult, isConditional, type Plan, runEntry, statusLine, unsupported } from "./run.ts"
 
 const order: Record<Entry["method"], number> = { DELETE: 0, POST: 1, PUT: 2, PATCH: 2, GET: 3, HEAD: 3 }
 
@@ -37,57 +42,118 @@ const entryText = (result: EntryResult, outcome?: unknown): string => {
   return result.resource === undefined ? `{"response":${response}}` : `{"resource":${result.resource},"response":${response}}`
 }
 
+/** The resources the writes of a transaction change, by `Type/id`, with the entry that changes each. */
+class Touched {
+  private readonly seen = new Map<string, number>()
+  add(entry: Entry, type: string, id: string): FhirError | undefined {
+    const key = `${type}/${id}`
+    const earlier = this.seen.get(key)
+    if (earlier !== undefined && earlier !== entry.index) {
+      return inEntry(entry, fail("invalid", `${key} is also changed by entry ${earlier}; a transaction may change a resource once`))
+    }
+    this.seen.set(key, entry.index)
+    return undefined
+  }
+}
+
 /** Writes that name one resource twice cannot be ordered: FHIR forbids them in a transaction. */
 const touchedTwice = (entries: ReadonlyArray<Entry>): FhirError | undefined => {
-  const seen = new Map<string, number>()
+  const touched = new Touched()
   for (const entry of entries) {
     if (entry.method === "GET" || entry.method === "HEAD" || entry.method === "POST" || entry.target._tag !== "instance") continue
-    const key = `${entry.target.type}/${entry.target.id}`
-    const earlier = seen.get(key)
-    if (earlier !== undefined) return inEntry(entry, fail("invalid", `${key} is also changed by entry ${earlier}; a transaction may change a resource once`))
-    seen.set(key, entry.index)
+    const problem = touched.add(entry, entry.target.type, entry.target.id)
+    if (problem) return problem
   }
   return undefined
 }
 
+const typeOf = (entry: Entry): string => (entry.target._tag === "type" || entry.target._tag === "instance" ? entry.target.type : "")
+
 const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
   Effect.gen(function*() {
+    const conditions = new Map<number, Condition>()
     for (const entry of entries) {
       const problem = unsupported(entry)
       if (problem) return yield* inEntry(entry, problem)
+      const condition = conditionOf(entry, request.catalog)
+      if (condition instanceof FhirError) return yield* inEntry(entry, condition)
+      if (condition !== undefined) conditions.set(entry.index, condition)
     }
     const twice = touchedTwice(entries)
     if (twice) return yield* twice
-    // Ids of created resources are chosen before anything runs, so every placeholder can be rewritten up front.
+    // Ids of resources a POST or a conditional PUT may create are chosen before anything runs.
     const ids = new Map<number, string>()
-    const replacements = new Map<string, string>()
     for (const entry of entries) {
-      if (entry.method === "POST" && entry.target._tag === "type") {
-        const id = randomUUID()
-        ids.set(entry.index, id)
-        if (entry.fullUrl !== undefined) replacements.set(entry.fullUrl, `${entry.target.type}/${id}`)
-      } else if ((entry.method === "PUT" || entry.method === "PATCH") && entry.target._tag === "instance" && entry.fullUrl !== undefined) {
-        replacements.set(entry.fullUrl, `${entry.target.type}/${entry.target.id}`)
-      }
+      if (entry.method === "POST" || (entry.method === "PUT" && isConditional(entry))) ids.set(entry.index, randomUUID())
     }
-    const resources = new Map<number, Record<string, unknown>>()
-    for (const entry of entries) {
-      if (entry.resource === undefined) continue
-      const state: Rewrite = { replacements, unresolved: [] }
-      resources.set(entry.index, rewrite(entry.resource, state) as Record<string, unknown>)
-      if (state.unresolved.length > 0) {
-        return yield* inEntry(entry, fail("invalid", `the reference ${state.unresolved[0]} matches no fullUrl of the Bundle`))
-      }
-    }
-    const ordered = [...entries].sort((a, b) => order[a.method] - order[b.method] || a.index - b.index)
     const { commitTs, value } = yield* inTransaction(request, (env) =>
       Effect.gen(function*() {
+        const named = <A, R>(entry: Entry, effect: Effect.Effect<A, FhirError | SqlError, R>) =>
+          Effect.mapError(effect, (error) => (error instanceof FhirError ? inEntry(entry, error) : error))
+        const matchOf = (entry: Entry) => {
+          const condition = conditions.get(entry.index)
+          if (condition === undefined) return Effect.succeed(undefined)
+          return Effect.map(named(entry, matchOne(env.sql, condition, interactionName(entry))), (match) => ({ condition, match }))
+        }
+        const touched = new Touched()
+        const touch = (entry: Entry, id: string | undefined) => {
+          const problem = id === undefined ? undefined : touched.add(entry, typeOf(entry), id)
+          return problem ? Effect.fail(problem) : Effect.void
+        }
         const results = new Map<number, EntryResult>()
+
+        // 1. DELETE: conditions are matched against the database as it was, then the deletes run.
+        const deletes: Array<[Entry, Plan]> = []
+        for (const entry of entries.filter((e) => e.method === "DELETE")) {
+          const condition = yield* matchOf(entry)
+          yield* touch(entry, entry.target._tag === "instance" ? entry.target.id : condition?.match?.id)
+          deletes.push([entry, { resource: undefined, condition }])
+        }
+        for (const [entry, plan] of deletes) results.set(entry.index, yield* named(entry, runEntry(env, entry, plan)))
+
+        // 2. The other conditions are matched after the deletes; each fullUrl gets the resource its entry writes.
+        const plans = new Map<number, Plan>()
+        const replacements = new Map<string, string>()
+        const created = new Map<string, string>()
+        for (const entry of entries) {
+          if (entry.method === "DELETE" || entry.method === "GET" || entry.method === "HEAD") continue
+          const condition = yield* matchOf(entry)
+          const type = typeOf(entry)
+          let id: string | undefined
+          if (entry.method === "POST") {
+            id = condition?.match?.id ?? ids.get(entry.index)!
+            if (condition !== undefined) created.set(conditionKey(condition.condition), `${type}/${id}`)
+          } else if (entry.target._tag === "instance") {
+            id = entry.target.id
+          } else if (entry.method === "PUT") {
+            const target = updateTarget(type, condition?.match, entry.resource!, ids.get(entry.index))
+            if (target instanceof FhirError) return yield* inEntry(entry, target)
+            id = target.id
+          } else {
+            id = condition?.match?.id
+          }
+          if (entry.method !== "POST") yield* touch(entry, id)
+          if (entry.fullUrl !== undefined && id !== undefined) replacements.set(entry.fullUrl, `${type}/${id}`)
+          plans.set(entry.index, { resource: entry.resource, id: ids.get(entry.index), condition })
+        }
+
+        // 3. Placeholders and conditional references in every resource that is written.
+        for (const entry of entries) {
+          const plan = plans.get(entry.index)
+          if (plan?.resource === undefined || (entry.method === "POST" && plan.condition?.match !== undefined)) continue
+          const references = yield* named(entry, resolveReferences(env, entry, plan.resource, created))
+          const state: Rewrite = { replacements: references.size === 0 ? replacements : new Map([...replacements, ...references]), unresolved: [] }
+          const resource = rewrite(plan.resource, state) as Record<string, unknown>
+          if (state.unresolved.length > 0) {
+            return yield* inEntry(entry, fail("invalid", `the reference ${state.unresolved[0]} matches no fullUrl of the Bundle`))
+          }
+          plans.set(entry.index, { ...plan, resource })
+        }
+
+        // 4. POST, then PUT and PATCH, then GET and HEAD, each kind in Bundle order.
+        const ordered = entries.filter((e) => e.method !== "DELETE").sort((a, b) => order[a.method] - order[b.method] || a.index - b.index)
         for (const entry of ordered) {
-          const result = yield* runEntry(env, entry, resources.get(entry.index), ids.get(entry.index)).pipe(
-            Effect.mapError((error) => (error instanceof FhirError ? inEntry(entry, error) : error))
-          )
-          results.set(entry.index, result)
+          results.set(entry.index, yield* named(entry, runEntry(env, entry, plans.get(entry.index) ?? { resource: undefined })))
         }
         return results
       }))
@@ -96,12 +162,28 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
     return resourceBody(text, request.negotiated, request.catalog, { headers: commitHeader(commitTs) })
   })
 
+/** One batch entry in its own transaction: its condition and conditional references are matched there. */
+const batchEntry = (env: CommandEnv, entry: Entry) =>
+  Effect.gen(function*() {
+    const problem = unsupported(entry)
+    if (problem) return yield* problem
+    const read = conditionOf(entry, env.catalog)
+    if (read instanceof FhirError) return yield* read
+    const condition = read === undefined ? undefined : { condition: read, match: yield* matchOne(env.sql, read, interactionName(entry)) }
+    let resource = entry.resource
+    if (resource !== undefined && !(entry.method === "POST" && condition?.match !== undefined)) {
+      const references = yield* resolveReferences(env, entry, resource, new Map())
+      if (references.size > 0) resource = rewrite(resource, { replacements: references, unresolved: [] }) as Record<string, unknown>
+    }
+    return yield* runEntry(env, entry, { resource, condition })
+  })
+
 const batch = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
   Effect.gen(function*() {
     const texts: Array<string> = []
     let lastCommit: number | undefined
     for (const entry of entries) {
-      const outcome = yield* inTransaction(request, (env) => runEntry(env, entry, entry.resource, undefined)).pipe(
+      const outcome = yield* inTransaction(request, (env) => batchEntry(env, entry)).pipe(
         Effect.map(({ commitTs, value }) => {
           if (entry.method !== "GET" && entry.method !== "HEAD") lastCommit = commitTs
           return entryText(value)

@@ -7,6 +7,8 @@ import { readCurrent, readVersion, type VersionRow } from "../../store/reads.ts"
 import { instantOf } from "../../store/ResourceStore.ts"
 import { ifMatchVersion, knownType } from "../checks.ts"
 import { type CommandEnv, createCommand, deleteCommand, type Patcher, patchCommand, updateCommand, type Written } from "../commands.ts"
+import { type Condition, createUnlessFound, deleteMatch, patchMatch, updateMatch } from "../conditional.ts"
+import type { Match } from "../../search/plan/query.ts"
 import { fail, FhirError } from "../FhirError.ts"
 import type { Entry } from "./entries.ts"
 
@@ -31,19 +33,23 @@ export const statusLine = (status: number): string => `${status} ${statusTexts[s
 
 const notAvailable = (what: string) => fail("not-supported", `${what} is not available in this build yet`, 501)
 
-/** Conditional interactions and searches need search, which this build does not have yet. */
+/** Whether an entry names its resource by a search: a conditional create, update, patch or delete. */
+export const isConditional = (entry: Entry): boolean =>
+  entry.method === "POST" ? entry.ifNoneExist !== undefined : entry.method !== "GET" && entry.method !== "HEAD" && entry.target._tag === "type"
+
+/** What this build cannot run in a Bundle, and URLs that do not fit their method. */
 export const unsupported = (entry: Entry): FhirError | undefined => {
-  if (entry.ifNoneExist !== undefined) return notAvailable("conditional create (ifNoneExist)")
-  if (entry.query !== undefined && entry.method !== "GET" && entry.method !== "HEAD") return notAvailable(`conditional ${entry.method}`)
   if (entry.method === "GET" || entry.method === "HEAD") {
     if (entry.target._tag === "type" || entry.query !== undefined) return notAvailable("search")
     if (entry.target._tag === "history" || entry.target._tag === "metadata") return notAvailable(`${entry.url} inside a Bundle`)
+    return undefined
   }
-  if ((entry.method === "PUT" || entry.method === "PATCH" || entry.method === "DELETE") && entry.target._tag !== "instance") {
-    return fail("invalid", `${entry.method} needs a URL of the form Type/id, not ${entry.url}`)
+  if (entry.method === "POST") {
+    return entry.target._tag === "type" && entry.query === undefined ? undefined : fail("invalid", `POST needs a URL of the form Type, not ${entry.url}`)
   }
-  if (entry.method === "POST" && entry.target._tag !== "type") return fail("invalid", `POST needs a URL of the form Type, not ${entry.url}`)
-  return undefined
+  const instance = entry.target._tag === "instance" && entry.query === undefined
+  const conditional = entry.target._tag === "type" && entry.query !== undefined
+  return instance || conditional ? undefined : fail("invalid", `${entry.method} needs a URL of the form Type/id or Type?search, not ${entry.url}`)
 }
 
 const decodeBase64Json = (data: unknown): unknown => {
@@ -86,33 +92,60 @@ const fromRead = (entry: Entry, row: VersionRow | undefined, what: string): Effe
   return Effect.succeed({ status: 200, etag, lastModified: instantOf(row.commitTs), resource: row.content })
 }
 
-/** Runs one entry; `id` is the id assigned in advance to a POST. */
-export const runEntry = (env: CommandEnv, entry: Entry, resource: Record<string, unknown> | undefined, id: string | undefined): Effect.Effect<EntryResult, FhirError | SqlError> =>
+/** An entry made ready to run: its resource with references replaced, and what its condition matched. */
+export interface Plan {
+  readonly resource: Record<string, unknown> | undefined
+  /** The id a POST creates under, or a conditional PUT when nothing matched and the body has no id. */
+  readonly id?: string | undefined
+  /** The condition of a conditional entry, and its match (undefined: nothing matched). */
+  readonly condition?: { readonly condition: Condition; readonly match: Match | undefined } | undefined
+}
+
+const fromFound = (row: VersionRow): EntryResult => ({
+  status: 200,
+  location: `${row.type}/${row.id}/_history/${row.version}`,
+  etag: `W/"${row.version}"`,
+  lastModified: instantOf(row.commitTs),
+  resource: row.content ?? undefined
+})
+
+/** Runs one entry as planned. */
+export const runEntry = (env: CommandEnv, entry: Entry, plan: Plan): Effect.Effect<EntryResult, FhirError | SqlError> =>
   Effect.gen(function*() {
     const unsupportedEntry = unsupported(entry)
     if (unsupportedEntry) return yield* unsupportedEntry
     const target = entry.target
+    const resource = plan.resource
     const expected = ifMatchVersion(entry.ifMatch)
     if (expected instanceof FhirError) return yield* expected
+    const conditional = plan.condition
     switch (entry.method) {
       case "POST": {
         if (target._tag !== "type") return yield* fail("invalid", `POST needs a URL of the form Type`)
-        return fromWritten(yield* createCommand(env, target.type, resource!, id), env.commit.commitTs)
+        if (conditional === undefined) return fromWritten(yield* createCommand(env, target.type, resource!, plan.id), env.commit.commitTs)
+        const outcome = yield* createUnlessFound(env, target.type, conditional.match, resource!, plan.id)
+        return outcome._tag === "created" ? fromWritten(outcome.written, env.commit.commitTs) : fromFound(outcome.row)
       }
       case "PUT": {
-        if (target._tag !== "instance") return yield* fail("invalid", `PUT needs a URL of the form Type/id`)
-        return fromWritten(yield* updateCommand(env, target.type, target.id, resource!, expected), env.commit.commitTs)
+        if (target._tag === "instance") return fromWritten(yield* updateCommand(env, target.type, target.id, resource!, expected), env.commit.commitTs)
+        if (conditional === undefined || target._tag !== "type") return yield* fail("invalid", `PUT needs a URL of the form Type/id or Type?search`)
+        return fromWritten(yield* updateMatch(env, target.type, conditional.match, resource!, expected, plan.id), env.commit.commitTs)
       }
       case "PATCH": {
-        if (target._tag !== "instance") return yield* fail("invalid", `PATCH needs a URL of the form Type/id`)
         const patcher = patcherOf(resource!)
         if (patcher instanceof FhirError) return yield* patcher
-        return fromWritten(yield* patchCommand(env, target.type, target.id, patcher, expected), env.commit.commitTs)
+        if (target._tag === "instance") return fromWritten(yield* patchCommand(env, target.type, target.id, patcher, expected), env.commit.commitTs)
+        if (conditional === undefined) return yield* fail("invalid", `PATCH needs a URL of the form Type/id or Type?search`)
+        return fromWritten(yield* patchMatch(env, conditional.condition, conditional.match, patcher, expected), env.commit.commitTs)
       }
       case "DELETE": {
-        if (target._tag !== "instance") return yield* fail("invalid", `DELETE needs a URL of the form Type/id`)
-        const deleted = yield* deleteCommand(env, target.type, target.id)
-        return { status: 204, etag: `W/"${deleted.version}"` }
+        if (target._tag === "instance") {
+          const deleted = yield* deleteCommand(env, target.type, target.id)
+          return { status: 204, etag: `W/"${deleted.version}"` }
+        }
+        if (conditional === undefined || target._tag !== "type") return yield* fail("invalid", `DELETE needs a URL of the form Type/id or Type?search`)
+        const deleted = yield* deleteMatch(env, target.type, conditional.match)
+        return deleted === undefined ? { status: 204 } : { status: 204, etag: `W/"${deleted.version}"` }
       }
       case "GET":
       case "HEAD": {
