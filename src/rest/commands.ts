@@ -21,6 +21,8 @@ export interface CommandEnv {
   readonly catalog: Catalog
   readonly updateAsCreate: boolean
   readonly commit: CommitContext
+  /** `[base]` of the request, for the fullUrls of a search inside a Bundle. */
+  readonly base: string
 }
 
 export interface Written {

@@ -3,7 +3,10 @@
  * `GET [base]/{type}?...` and `POST [base]/{type}/_search`. One SQL statement per page over the
  * index tables; unreadable values are a 400 unless `Prefer: handling=lenient`.
  */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect, Either } from "effect"
+import type { Catalog } from "../catalog/Catalog.ts"
 import { Database } from "../db/Database.ts"
 import { operationOutcome } from "../http/OperationOutcome.ts"
 import { parseSearch } from "../search/parse/parseSearch.ts"
@@ -11,7 +14,7 @@ import { parameterType, type SearchRequest } from "../search/parse/SearchRequest
 import { orderBy, whereCondition as where } from "../search/plan/query.ts"
 import { unsortable } from "../search/plan/sort.ts"
 import { bundleText } from "./bundleText.ts"
-import { fail } from "./FhirError.ts"
+import { fail, type FhirError } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { resourceBody } from "./respond.ts"
 import { shapeFor, shapeText } from "./shape.ts"
@@ -30,10 +33,21 @@ const pageParams = (params: URLSearchParams, request: SearchRequest, offset: num
   return out.toString()
 }
 
-export const search = (request: FhirRequest, type: string, params: URLSearchParams) =>
+/** What a search needs besides the database: the catalog, `[base]` for fullUrls and links, the query. */
+export interface SearchContext {
+  readonly catalog: Catalog
+  readonly base: string
+  readonly params: URLSearchParams
+  readonly lenient: boolean
+}
+
+/**
+ * The searchset Bundle of `type?params` as JSON text, read with `sql`: a reader for `GET [base]/{type}`,
+ * the Writer's connection for a search inside a batch or transaction (it sees the Bundle's own writes).
+ */
+export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, type: string): Effect.Effect<string, FhirError | SqlError> =>
   Effect.gen(function*() {
-    const lenient = /(^|[;,\s])handling\s*=\s*lenient/i.test(header(request, "prefer") ?? "")
-    const parsed = parseSearch(type, params, request.catalog, { lenient })
+    const parsed = parseSearch(type, ctx.params, ctx.catalog, { lenient: ctx.lenient })
     if (Either.isLeft(parsed)) {
       const problems = parsed.left
       const status = problems.some((problem) => problem.status === 400) ? 400 : 501
@@ -50,33 +64,39 @@ export const search = (request: FhirRequest, type: string, params: URLSearchPara
     const count = query.result.count
     const offset = query.result.offset ?? 0
     const wantTotal = summary === "count" || query.result.total === "accurate" || query.result.total === "estimate"
-    const db = yield* Database
-    const [rows, total] = yield* db.withReader((sql) =>
-      Effect.all([
-        summary === "count"
-          ? Effect.succeed([])
-          : sql<{ readonly id: string; readonly content: string }>`
-              SELECT r.id, v.content FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
-              WHERE ${where(sql, query)} ORDER BY ${orderBy(sql, query)} LIMIT ${count + 1} OFFSET ${offset}`,
-        wantTotal
-          ? Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where(sql, query)}`, (r) => Number(r[0]?.n ?? 0))
-          : Effect.succeed(undefined)
-      ])
-    )
+    const now = yield* Clock.currentTimeMillis
+    const [rows, total] = yield* Effect.all([
+      summary === "count"
+        ? Effect.succeed([])
+        : sql<{ readonly id: string; readonly content: string }>`
+            SELECT r.id, v.content FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
+            WHERE ${where(sql, query, now)} ORDER BY ${orderBy(sql, query)} LIMIT ${count + 1} OFFSET ${offset}`,
+      wantTotal
+        ? Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where(sql, query, now)}`, (r) => Number(r[0]?.n ?? 0))
+        : Effect.succeed(undefined)
+    ])
     const page = rows.slice(0, count)
-    const link = (relation: string, at: number) => ({ relation, url: `${request.base}/${type}?${pageParams(request.params, query, at)}` })
+    const link = (relation: string, at: number) => ({ relation, url: `${ctx.base}/${type}?${pageParams(ctx.params, query, at)}` })
     const links = [link("self", offset), link("first", 0)]
     if (rows.length > count) links.push(link("next", offset + count))
     if (offset > 0) links.push(link("previous", Math.max(0, offset - count)))
-    const now = yield* Clock.currentTimeMillis
     // Only the matches are shaped: the outcome entry, and included resources once they exist, stay whole.
     const entries = page.map((row) =>
-      `{"fullUrl":${JSON.stringify(`${request.base}/${type}/${row.id}`)},"resource":${shapeText(row.content, type, request.catalog, shape.right)},"search":{"mode":"match"}}`)
+      `{"fullUrl":${JSON.stringify(`${ctx.base}/${type}/${row.id}`)},"resource":${shapeText(row.content, type, ctx.catalog, shape.right)},"search":{"mode":"match"}}`)
     if (query.ignored.length > 0) {
       const outcome = operationOutcome(query.ignored.map((problem) => ({ severity: "warning", code: "invalid", diagnostics: `${problem.message} (set aside)` })))
       entries.push(JSON.stringify({ resource: outcome, search: { mode: "outcome" } }))
     }
+    return bundleText({ type: "searchset", total, link: links }, entries, now)
+  })
+
+/** `GET [base]/{type}?...` and `POST [base]/{type}/_search`, on a reader. */
+export const search = (request: FhirRequest, type: string, params: URLSearchParams) =>
+  Effect.gen(function*() {
+    const lenient = /(^|[;,\s])handling\s*=\s*lenient/i.test(header(request, "prefer") ?? "")
+    const db = yield* Database
+    const text = yield* db.withReader((sql) => searchset(sql, { catalog: request.catalog, base: request.base, params, lenient }, type))
     const headers: Record<string, string> = { vary: "Prefer" }
     if (lenient) headers["preference-applied"] = "handling=lenient"
-    return resourceBody(bundleText({ type: "searchset", total, link: links }, entries, now), request.negotiated, request.catalog, { headers })
+    return resourceBody(text, request.negotiated, request.catalog, { headers })
   })

@@ -26,7 +26,7 @@ export const inTransaction = <A, E, R>(request: FhirRequest, command: (env: Comm
     const writer = yield* Writer
     const settings = yield* RestSettings
     return yield* writer.commit((commit: CommitContext) =>
-      command({ sql, catalog: request.catalog, updateAsCreate: settings.updateAsCreate, commit })
+      command({ sql, catalog: request.catalog, updateAsCreate: settings.updateAsCreate, commit, base: request.base })
     )
   })
 

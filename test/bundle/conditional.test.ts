@@ -28,6 +28,30 @@ const create = (base: string, resource: Record<string, unknown>) => Effect.map(c
 for (const backend of backends) {
   describe.skipIf(backend.skip)(`conditional Bundle entries on ${backend.kind}`, () => {
     layer(Layer.scoped(Server, startServer(backend.kind)), { timeout: 60_000, excludeTestServices: true })((it) => {
+      it.effect("a search entry answers a searchset; in a transaction it sees the Bundle's own writes, and it is never lenient", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const system = newSystem()
+          const existing = yield* create(base, patient(system, "s1"))
+          const search = (url: string) => ({ request: { method: "GET", url } })
+          const batch = yield* call("POST", base, { body: bundle("batch", [search(`Patient?identifier=${system}|s1`), search("Patient?nonsense=1")]) })
+          expect(batch.status).toBe(200)
+          const [found, refused] = batch.json.entry
+          expect(found.response.status).toBe("200 OK")
+          expect(found.resource).toMatchObject({ resourceType: "Bundle", type: "searchset" })
+          expect(found.resource.entry.map((e: any) => e.resource.id)).toEqual([existing])
+          expect(found.resource.entry[0].fullUrl).toBe(`${base}/Patient/${existing}`)
+          expect(refused.response.status).toBe("400 Bad Request")
+          expect(refused.response.outcome.issue[0].diagnostics).toContain("nonsense")
+
+          const transaction = yield* call("POST", base, {
+            body: bundle("transaction", [post(patient(system, "s2")), search(`Patient?identifier=${system}|s2`)])
+          })
+          expect(transaction.status).toBe(200)
+          const [made, seen] = transaction.json.entry
+          expect(seen.resource.entry.map((e: any) => e.resource.id)).toEqual([idOf(made)])
+        }))
+
       it.effect("a conditional create creates once; sent again it finds the resource, and its fullUrl names that resource", () =>
         Effect.gen(function*() {
           const { base } = yield* Server

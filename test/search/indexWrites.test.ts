@@ -23,7 +23,7 @@ const run = <A, E>(command: (env: CommandEnv) => Effect.Effect<A, E>) =>
   Effect.gen(function*() {
     const { writer: sql } = yield* Database
     const writer = yield* Writer
-    return (yield* writer.commit((commit) => command({ sql, catalog, updateAsCreate: false, commit }))).value
+    return (yield* writer.commit((commit) => command({ sql, catalog, updateAsCreate: false, base: "", commit }))).value
   })
 
 const genderRows = (id: string) =>

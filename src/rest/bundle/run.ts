@@ -9,6 +9,7 @@ import { ifMatchVersion, knownType } from "../checks.ts"
 import { type CommandEnv, createCommand, deleteCommand, type Patcher, patchCommand, updateCommand, type Written } from "../commands.ts"
 import { type Condition, createUnlessFound, deleteMatch, patchMatch, updateMatch } from "../conditional.ts"
 import type { Match } from "../../search/plan/query.ts"
+import { searchset } from "../search.ts"
 import { fail, FhirError } from "../FhirError.ts"
 import type { Entry } from "./entries.ts"
 
@@ -40,7 +41,6 @@ export const isConditional = (entry: Entry): boolean =>
 /** What this build cannot run in a Bundle, and URLs that do not fit their method. */
 export const unsupported = (entry: Entry): FhirError | undefined => {
   if (entry.method === "GET" || entry.method === "HEAD") {
-    if (entry.target._tag === "type" || entry.query !== undefined) return notAvailable("search")
     if (entry.target._tag === "history" || entry.target._tag === "metadata") return notAvailable(`${entry.url} inside a Bundle`)
     return undefined
   }
@@ -158,6 +158,12 @@ export const runEntry = (env: CommandEnv, entry: Entry, plan: Plan): Effect.Effe
           const version = /^[1-9]\d{0,9}$/.test(target.version) ? Number(target.version) : 0
           const row = version === 0 ? undefined : yield* readVersion(env.sql, target.type, target.id, version)
           return yield* fromRead(entry, row, `${target.type}/${target.id}/_history/${target.version}`)
+        }
+        if (target._tag === "type") {
+          // A search, never lenient in a Bundle (spec: Search rules 6); it sees the Bundle's own writes.
+          const params = new URLSearchParams(entry.query ?? "")
+          const text = yield* searchset(env.sql, { catalog: env.catalog, base: env.base, params, lenient: false }, target.type)
+          return { status: 200, resource: text }
         }
         return yield* notAvailable(`${entry.url} inside a Bundle`)
       }

@@ -10,13 +10,13 @@ import { clauseCondition, narrowsToType } from "./conditions.ts"
 import { sortKey } from "./sort.ts"
 
 /** The condition on `r` (the resources table) for the current, undeleted resources the request matches. */
-export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest): Statement.Fragment =>
+export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest, now: number = Date.now()): Statement.Fragment =>
   sql.and([
     // An index subquery already keeps to the type; leaving `r.type` out then lets the database start from
     // the subquery's rows instead of every resource of the type.
     ...(request.clauses.some(narrowsToType) ? [] : [sql`r.type = ${request.type}`]),
     sql`NOT r.deleted`,
-    ...request.clauses.map((clause) => clauseCondition(sql, request.type, clause, parameterType(clause.param)))
+    ...request.clauses.map((clause) => clauseCondition(sql, request.type, clause, parameterType(clause.param), now))
   ])
 
 /** `_sort` as ORDER BY (see sort.ts), always ending in the row key so that pages are stable. */
