@@ -49,7 +49,8 @@ export const planFor = (catalog: Catalog, type: string): TypePlan | undefined =>
   return plan
 }
 
-const ancestorsOf = (catalog: Catalog, type: string): ReadonlyArray<string> => {
+/** The type and its ancestors through `baseDefinition`, most specific first. */
+export const ancestorsOf = (catalog: Catalog, type: string): ReadonlyArray<string> => {
   const chain = [type]
   let sd = catalog.structureDefinitionForType(type)
   while (sd?.baseDefinition !== undefined) {
