@@ -7,10 +7,11 @@ import { Context, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
 import type { AppConfig } from "../config/AppConfig.ts"
 import { Database, layer as databaseLayer } from "../db/Database.ts"
 import { migrate } from "../db/Migrations.ts"
-import { layer as catalogLayer } from "../catalog/CatalogService.ts"
+import { CatalogService, layer as catalogLayer } from "../catalog/CatalogService.ts"
+import { Backfill, layer as backfillLayer, progressDetails } from "../search/Backfill.ts"
 import { layer as fetcherLayer, optionsFromConfig } from "../packages/Fetcher.ts"
 import { layer as writerLayer, Writer } from "../store/Writer.ts"
-import { prepareConformance } from "./Conformance.ts"
+import { indexForSearch, prepareConformance } from "./Conformance.ts"
 import { makePeerList } from "../http/ClientAddress.ts"
 import { cachedProbe, Readiness, Reasons } from "../http/Readiness.ts"
 import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
@@ -73,6 +74,9 @@ export const start = (config: AppConfig) =>
       packages: config.conformance.packages
     }).pipe(Effect.provide(fetcherLayer(optionsFromConfig(config.conformance))), Effect.provide(store))
     const catalogContext = yield* Layer.buildWithScope(catalogLayer(catalog), databaseScope)
+    const indexing = yield* Layer.buildWithScope(Layer.provide(backfillLayer(), Layer.succeedContext(store)), databaseScope)
+    const backfill = Context.get(indexing, Backfill)
+    yield* indexForSearch(catalog).pipe(Effect.provide(indexing))
     const services = Context.merge(store, catalogContext).pipe(
       Context.add(RestSettings, { publicUrl: config.server.public_url, updateAsCreate: config.conformance.update_as_create })
     )
@@ -82,10 +86,12 @@ export const start = (config: AppConfig) =>
     const probe = yield* cachedProbe(db.probe)
     yield* Ref.set(slot, Option.some(app))
     const details = Effect.gen(function*() {
+      const current = yield* Context.get(catalogContext, CatalogService).get
       return {
         database: yield* db.stats,
         commits: { since_start: yield* writer.commits, last_commit_ts: yield* writer.lastCommitTs },
-        catalog: { generation: catalog.generation, resource_types: catalog.resourceTypes.length }
+        catalog: { generation: current.generation, resource_types: current.resourceTypes.length },
+        search_index: progressDetails(yield* backfill.progress)
       }
     })
     yield* readiness.serving(probe, details)

@@ -1,6 +1,6 @@
 /**
  * The backfill job against a real database on every storage kind: what it indexes, how it resumes after
- * an interruption, and what it does with resources it cannot index.
+ * an interruption, what it does with resources it cannot index, and start-up readiness while it runs.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { SqlError } from "@effect/sql/SqlError"
@@ -8,12 +8,14 @@ import { Deferred, Effect, Fiber, Layer } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { indexForSearch } from "../../src/app/Conformance.ts"
 import { build, type Catalog } from "../../src/catalog/Catalog.ts"
 import { Database } from "../../src/db/Database.ts"
+import { make as makeReadiness, Readiness, Reasons } from "../../src/http/Readiness.ts"
 import * as Log from "../../src/logging/Log.ts"
 import { installPackage } from "../../src/packages/Installer.ts"
 import { createCommand } from "../../src/rest/commands.ts"
-import { type BackfillOptions, make as makeBackfill } from "../../src/search/Backfill.ts"
+import { Backfill, type BackfillOptions, make as makeBackfill } from "../../src/search/Backfill.ts"
 import { Writer } from "../../src/store/Writer.ts"
 import { backends } from "../support/backends.ts"
 import { withStore } from "../support/store.ts"
@@ -187,6 +189,31 @@ for (const backend of backends) {
         expect(yield* indexedFamilies).toEqual(patients.map((p) => p.id))
         expect(yield* backfill.progress).toMatchObject({ running: false, types: [], generation: 2, done: 3, total: 3 })
         expect((yield* backfill.run(after)).job).toBeUndefined()
+      })))
+
+    it.scoped("keeps start-up readiness at 'indexing resources for search' until the job is done", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        yield* createPatients(["A", "B", "C"])
+        yield* run(before)
+        const readiness = yield* makeReadiness
+        const reached = yield* Deferred.make<void>()
+        const gate = yield* Deferred.make<void>()
+        const gated = yield* writerAround((n, command) =>
+          n === 1 ? Effect.zipRight(Deferred.succeed(reached, undefined), Effect.zipRight(Deferred.await(gate), command)) : command)
+        const backfill = yield* backfillWith({ batchSize: 2 }, gated)
+        const fiber = yield* Effect.fork(indexForSearch(after).pipe(
+          Effect.provideService(Readiness, readiness),
+          Effect.provideService(Backfill, backfill)
+        ))
+        yield* Deferred.await(reached)
+        expect(yield* readiness.check).toEqual({ status: "starting", reason: Reasons.indexing })
+        const phase = yield* readiness.phase
+        const details = phase._tag === "starting" && phase.details !== undefined ? yield* phase.details : undefined
+        expect(details).toEqual({ search_index: { state: "indexing", generation: 2, types: 1, done: 0, total: 3, failed: 0 } })
+        expect((yield* backfill.progress).types).toEqual(["Patient"])
+        yield* Deferred.succeed(gate, undefined)
+        expect(yield* Fiber.join(fiber)).toMatchObject({ indexed: 3 })
+        expect(yield* readiness.check).toEqual({ status: "starting", reason: Reasons.indexing })
       })))
   })
 }
