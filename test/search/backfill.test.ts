@@ -82,6 +82,20 @@ for (const backend of backends) {
           expect((yield* call("GET", `${base}/Patient?family=ada`)).status).toBe(400)
           expect((yield* call("GET", `${url}/readyz`)).status).toBe(200)
         }))
+      it.effect("leaves the catalog as it is when a SearchParameter is written with the content it has already", () =>
+        Effect.gen(function*() {
+          const { base, url, searchIndexed } = yield* Server
+          const generation = Effect.map(call("GET", `${url}/healthz?verbose=1`), (reply) => reply.json.catalog.generation as number)
+          const { json: gender } = yield* call("GET", `${base}/SearchParameter/individual-gender`)
+          const before = yield* generation
+          const { id: _id, meta: _meta, ...copy } = gender
+          expect((yield* call("POST", `${base}/SearchParameter`, { body: copy })).status).toBe(201)
+          yield* searchIndexed
+          expect(yield* generation).toBe(before)
+          expect((yield* call("POST", `${base}/SearchParameter`, { body: { ...copy, description: "changed" } })).status).toBe(201)
+          yield* searchIndexed
+          expect(yield* generation).toBe(before + 1)
+        }))
     })
   })
 }
