@@ -36,7 +36,7 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       if (change.op === "delete") return true
       const current = yield* db.withReader((sql) => readCurrent(sql, change.type, change.id))
-      if (current?.content == null) return true
+      if (current === undefined || current.content === null) return true
       const resource = JSON.parse(current.content) as Record<string, unknown>
       const url = resource["url"]
       const version = resource["version"]
