@@ -12,6 +12,7 @@ import { conformanceTypes } from "../packages/LoadedPackage.ts"
 import { parse } from "../packages/PackageSpec.ts"
 import { isExact } from "../packages/versions.ts"
 import { Readiness, Reasons } from "../http/Readiness.ts"
+import { Backfill, progressDetails } from "../search/Backfill.ts"
 import { currentOfTypes } from "../store/reads.ts"
 
 export const releaseDefaults = (fhirVersion: string): ReadonlyArray<string> => (fhirVersion === "r4" ? r4ReleaseDefaults : [])
@@ -73,6 +74,18 @@ export const prepareConformance = (options: { readonly fhirVersion: string; read
     )
     yield* readiness.starting(Reasons.buildingCatalog)
     return yield* buildCatalog(1)
+  })
+
+/**
+ * Start-up's indexing step (spec: Readiness, "search indexes backfilled"): the resources the installed
+ * packages brought and those of types whose search parameters changed are indexed before serving.
+ */
+export const indexForSearch = (catalog: Catalog) =>
+  Effect.gen(function*() {
+    const readiness = yield* Readiness
+    const backfill = yield* Backfill
+    yield* readiness.starting(Reasons.indexing, Effect.map(backfill.progress, (progress) => ({ search_index: progressDetails(progress) })))
+    return yield* backfill.run(catalog)
   })
 
 export type { Catalog }

@@ -39,7 +39,9 @@ const healthz = (request: HttpServerRequest.HttpServerRequest, options: ProbeOpt
       role: options.role,
       ...(ready.reason ? { reason: ready.reason } : options.role === "standby" ? { reason: "standby takes no traffic" } : {})
     }
-    if (verbose(request) && phase._tag === "serving") Object.assign(body, yield* phase.details)
+    // While starting, a step may say how far it has got (the search index backfill does).
+    const details = phase._tag === "stopping" ? undefined : phase.details
+    if (verbose(request) && details !== undefined) Object.assign(body, yield* details)
     return json(ok ? 200 : 503, body)
   })
 

@@ -19,13 +19,14 @@ export const Reasons = {
   migrating: "applying database migrations",
   installingPackages: "installing packages",
   buildingCatalog: "building the conformance catalog",
+  indexing: "indexing resources for search",
   databaseFailed: "database query failed",
   databaseTimeout: "database query took more than 2 seconds",
   stopping: "process is stopping"
 } as const
 
 export type Phase =
-  | { readonly _tag: "starting"; readonly reason: string }
+  | { readonly _tag: "starting"; readonly reason: string; readonly details?: Effect.Effect<Record<string, unknown>> }
   | { readonly _tag: "serving"; readonly probe: Effect.Effect<ReadyResult>; readonly details: Effect.Effect<Record<string, unknown>> }
   | { readonly _tag: "stopping" }
 
@@ -88,7 +89,8 @@ export const cachedProbe = (
 
 export class Readiness extends Context.Tag("svc/http/Readiness")<Readiness, {
   readonly phase: Effect.Effect<Phase>
-  readonly starting: (reason: string) => Effect.Effect<void>
+  /** `details`, when given, show how far the step has got in `/healthz?verbose=1`. */
+  readonly starting: (reason: string, details?: Effect.Effect<Record<string, unknown>>) => Effect.Effect<void>
   /** `probe` answers `/readyz`; `details` are the counters of `/healthz?verbose=1`. */
   readonly serving: (
     probe: Effect.Effect<ReadyResult>,
@@ -103,7 +105,7 @@ export const make = Effect.gen(function*() {
   const phase = yield* Ref.make<Phase>({ _tag: "starting", reason: Reasons.starting })
   return Readiness.of({
     phase: Ref.get(phase),
-    starting: (reason) => Ref.set(phase, { _tag: "starting", reason }),
+    starting: (reason, details) => Ref.set(phase, details === undefined ? { _tag: "starting", reason } : { _tag: "starting", reason, details }),
     serving: (probe, details) => Ref.set(phase, { _tag: "serving", probe, details }),
     stopping: Ref.set(phase, { _tag: "stopping" }),
     check: Effect.flatMap(Ref.get(phase), (current): Effect.Effect<ReadyResult> => {

@@ -69,10 +69,9 @@ const chunkSize = 200
 export const removeIndex = (sql: SqlClient.SqlClient, rkey: number): Effect.Effect<void, SqlError> =>
   Effect.forEach(indexTables, (table) => sql`DELETE FROM ${sql(table)} WHERE rkey = ${rkey}`, { discard: true })
 
-export const insertIndex = (sql: SqlClient.SqlClient, rkey: number, type: string, rows: ReadonlyArray<IndexRow>): Effect.Effect<void, SqlError> => {
+const insertRows = (sql: SqlClient.SqlClient, rows: ReadonlyArray<readonly [Table, Record<string, unknown>]>): Effect.Effect<void, SqlError> => {
   const byTable = new Map<Table, Array<Record<string, unknown>>>()
-  for (const row of rows) {
-    const [table, values] = rowOf(rkey, type, row)
+  for (const [table, values] of rows) {
     const list = byTable.get(table)
     if (list) list.push(values)
     else byTable.set(table, [values])
@@ -83,6 +82,25 @@ export const insertIndex = (sql: SqlClient.SqlClient, rkey: number, type: string
       (chunk) => sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`,
       { discard: true }
     ), { discard: true })
+}
+
+export const insertIndex = (sql: SqlClient.SqlClient, rkey: number, type: string, rows: ReadonlyArray<IndexRow>): Effect.Effect<void, SqlError> =>
+  insertRows(sql, rows.map((row) => rowOf(rkey, type, row)))
+
+export interface ResourceIndex {
+  readonly rkey: number
+  readonly type: string
+  readonly rows: ReadonlyArray<IndexRow>
+}
+
+/** Replaces the index rows of many resources at once: one DELETE per table, then the inserts in chunks. */
+export const replaceIndexes = (sql: SqlClient.SqlClient, resources: ReadonlyArray<ResourceIndex>): Effect.Effect<void, SqlError> => {
+  if (resources.length === 0) return Effect.void
+  const rkeys = resources.map((resource) => resource.rkey)
+  return Effect.zipRight(
+    Effect.forEach(indexTables, (table) => sql`DELETE FROM ${sql(table)} WHERE ${sql.in("rkey", rkeys)}`, { discard: true }),
+    insertRows(sql, resources.flatMap((resource) => resource.rows.map((row) => rowOf(resource.rkey, resource.type, row))))
+  )
 }
 
 /** The index of a new version: a resource's first version only inserts. */

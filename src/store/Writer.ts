@@ -37,6 +37,8 @@ export class Writer extends Context.Tag("svc/store/Writer")<Writer, {
     command: (context: CommitContext) => Effect.Effect<A, E, R>
   ) => Effect.Effect<Result<A>, E | SqlError, R>
   readonly committed: PubSub.PubSub<Committed>
+  /** The timestamp of the last commit published on `committed` (0 before the first). */
+  readonly lastPublishedTs: Effect.Effect<number>
   /** The timestamp of the last commit (0 for an empty database). */
   readonly lastCommitTs: Effect.Effect<number>
   /** Commits since the process started. */
@@ -58,6 +60,7 @@ export const make = Effect.gen(function*() {
   const count = yield* Ref.make(0)
   const lock = yield* Effect.makeSemaphore(1)
   const committed = yield* PubSub.unbounded<Committed>()
+  const published = yield* Ref.make(0)
 
   const commit = <A, E, R>(command: (context: CommitContext) => Effect.Effect<A, E, R>) =>
     lock.withPermits(1)(
@@ -68,12 +71,21 @@ export const make = Effect.gen(function*() {
         const value = yield* sql.withTransaction(command({ commitTs, record: (change) => void changes.push(change) }))
         yield* Ref.set(last, commitTs)
         yield* Ref.update(count, (n) => n + 1)
-        if (changes.length > 0) yield* PubSub.publish(committed, { commitTs, changes })
+        if (changes.length > 0) {
+          yield* PubSub.publish(committed, { commitTs, changes })
+          yield* Ref.set(published, commitTs)
+        }
         return { value, commitTs }
       })
     )
 
-  return Writer.of({ commit, committed, lastCommitTs: Ref.get(last), commits: Ref.get(count) })
+  return Writer.of({
+    commit,
+    committed,
+    lastPublishedTs: Ref.get(published),
+    lastCommitTs: Ref.get(last),
+    commits: Ref.get(count)
+  })
 })
 
 export const layer = Layer.effect(Writer, make)

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Chunk, Effect, PubSub, Queue, TestClock } from "effect"
 import { Database } from "../../src/db/Database.ts"
 import { putVersion } from "../../src/store/ResourceStore.ts"
 import { currentOfTypes, readCurrent } from "../../src/store/reads.ts"
@@ -51,6 +51,20 @@ for (const backend of backends) {
         ).pipe(Effect.flip)
         expect(failed).toBe("stop")
         expect(yield* readCurrent(sql, "Basic", "b")).toBeUndefined()
+      })))
+    it.scoped("publishes what a commit changed, and tells the timestamp of the last commit it published", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        const writer = yield* Writer
+        const { writer: sql } = yield* Database
+        const subscription = yield* PubSub.subscribe(writer.committed)
+        expect(yield* writer.lastPublishedTs).toBe(0)
+        const written = yield* writer.commit(({ commitTs: ts, record }) =>
+          Effect.tap(putVersion(sql, { type: "Basic", id: "c", resource: { resourceType: "Basic" }, commitTs: ts }), (stored) =>
+            record({ type: "Basic", id: "c", version: stored.version, op: "create" })))
+        const quiet = yield* writer.commit(() => Effect.void)
+        expect(yield* Queue.takeAll(subscription)).toEqual(Chunk.of({ commitTs: written.commitTs, changes: [{ type: "Basic", id: "c", version: 1, op: "create" }] }))
+        expect(yield* writer.lastPublishedTs).toBe(written.commitTs)
+        expect(yield* writer.lastCommitTs).toBe(quiet.commitTs)
       })))
   })
 }

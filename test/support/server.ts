@@ -26,6 +26,8 @@ export interface TestServer {
   readonly base: string
   /** Log lines written so far. */
   readonly lines: ReadonlyArray<string>
+  /** Waits until every change committed so far has reached the catalog and the search index. */
+  readonly searchIndexed: Effect.Effect<void>
 }
 
 /** Starts a server on a fresh database of `kind`; it stops when the scope closes. */
@@ -50,10 +52,10 @@ export const startServer = (kind: BackendKind, settings: FlagSettings = {}): Eff
     const lines: Array<string> = []
     const runtime = Layer.mergeAll(Log.layer("warning"), readinessLayer, servingAppLayer).pipe(Layer.provideMerge(Log.memorySink(lines)))
     const context = yield* Layer.build(runtime)
-    const address = yield* start(loaded.config).pipe(Effect.provide(context))
+    const { address, searchIndexed } = yield* start(loaded.config).pipe(Effect.provide(context))
     const port = address._tag === "TcpAddress" ? address.port : 0
     const url = `http://127.0.0.1:${port}`
-    return { url, base: `${url}/fhir`, lines }
+    return { url, base: `${url}/fhir`, lines, searchIndexed }
   })
 
 export interface Reply {

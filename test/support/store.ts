@@ -7,7 +7,7 @@ import { type BackendKind, freshDatabase } from "./backends.ts"
 
 export const withStore = <A, E>(
   kind: BackendKind,
-  body: Effect.Effect<A, E, Writer | Database>
+  body: Effect.Effect<A, E, Writer | Database | Scope.Scope>
 ): Effect.Effect<A, unknown, Scope.Scope> =>
   Effect.gen(function*() {
     const options = yield* freshDatabase(kind)

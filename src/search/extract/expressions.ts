@@ -81,6 +81,8 @@ export const rewrite = (expression: string): string =>
 export interface Prepared {
   /** The branches that apply, joined again; undefined when none does. */
   readonly expression: string | undefined
+  /** The same branches one by one. */
+  readonly branches: ReadonlyArray<string>
   /** The top-level JSON keys the expression reads, or undefined when it cannot be told (always evaluate). */
   readonly keys: ReadonlyArray<string> | undefined
 }
@@ -112,6 +114,23 @@ export const prepare = (
       for (const choice of r4.choiceTypePaths[`${type}.${element}`] ?? []) keys.add(element + choice)
     }
   }
-  if (kept.length === 0) return { expression: undefined, keys: [] }
-  return { expression: kept.join(" | "), keys: always ? undefined : [...keys] }
+  if (kept.length === 0) return { expression: undefined, branches: [], keys: [] }
+  return { expression: kept.join(" | "), branches: kept, keys: always ? undefined : [...keys] }
+}
+
+/**
+ * The branches of a union compiled one by one, their results concatenated. FHIRPath's `|` removes
+ * duplicates by comparing every pair, which costs seconds on a ValueSet of a few thousand codes; a
+ * duplicate index row changes no search result.
+ */
+export const compileBranches = (branches: ReadonlyArray<string>): Evaluate | undefined => {
+  const compiled: Array<Evaluate> = []
+  for (const branch of branches) {
+    const evaluate = compile(branch)
+    if (evaluate === undefined) return undefined
+    compiled.push(evaluate)
+  }
+  const [only] = compiled
+  if (compiled.length === 1 && only !== undefined) return only
+  return (resource) => compiled.flatMap((evaluate) => evaluate(resource))
 }

@@ -35,12 +35,24 @@ export const extractIndexReport = (resource: Readonly<Record<string, unknown>>, 
       ctx.skip(parameter.param.code, `expression failed: ${String(error)}`)
       continue
     }
+    const own: Array<IndexRow> = []
     for (const result of results) {
       const value = typed(result)
       if (value === undefined) continue
-      if (parameter.param.type === "composite") composite(plan, parameter, value.node, rows, ctx)
-      else for (const row of rowsOf(parameter.param.type, parameter.param.code, value, ctx)) rows.push(row)
+      if (parameter.param.type === "composite") composite(plan, parameter, value.node, own, ctx)
+      else for (const row of rowsOf(parameter.param.type, parameter.param.code, value, ctx)) own.push(row)
     }
+    // The branches of a union are evaluated one by one (see compileBranches): drop the rows they share.
+    if (parameter.union) {
+      const seen = new Set<string>()
+      for (const row of own) {
+        const key = JSON.stringify(row)
+        if (!seen.has(key)) {
+          seen.add(key)
+          rows.push(row)
+        }
+      }
+    } else for (const row of own) rows.push(row)
   }
   return { rows, skipped }
 }

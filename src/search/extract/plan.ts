@@ -4,7 +4,7 @@
  * with it. Only known resource types get a plan, so request data cannot grow it.
  */
 import type { Catalog, SearchParameterDef } from "../../catalog/Catalog.ts"
-import { compile, type Evaluate, prepare } from "./expressions.ts"
+import { compile, compileBranches, type Evaluate, prepare } from "./expressions.ts"
 import { elementPath, type FhirNode } from "./nodes.ts"
 
 export interface ComponentPlan {
@@ -16,6 +16,8 @@ export interface ComponentPlan {
 export interface ParameterPlan {
   readonly param: SearchParameterDef
   readonly evaluate: Evaluate
+  /** Whether the expression is a union of several branches, whose rows may repeat. */
+  readonly union: boolean
   /** Top-level keys of which one must be present for the expression to yield anything; undefined: always run. */
   readonly keys: ReadonlyArray<string> | undefined
   readonly components: ReadonlyArray<ComponentPlan>
@@ -47,7 +49,8 @@ export const planFor = (catalog: Catalog, type: string): TypePlan | undefined =>
   return plan
 }
 
-const ancestorsOf = (catalog: Catalog, type: string): ReadonlyArray<string> => {
+/** The type and its ancestors through `baseDefinition`, most specific first. */
+export const ancestorsOf = (catalog: Catalog, type: string): ReadonlyArray<string> => {
   const chain = [type]
   let sd = catalog.structureDefinitionForType(type)
   while (sd?.baseDefinition !== undefined) {
@@ -67,7 +70,7 @@ const buildPlan = (catalog: Catalog, type: string): TypePlan => {
     if (param.expression === undefined || param.expression.trim() === "") continue
     const prepared = prepare(param.expression, type, ancestors, isTypeName)
     if (prepared.expression === undefined) continue
-    const evaluate = compile(prepared.expression)
+    const evaluate = compileBranches(prepared.branches)
     if (evaluate === undefined) {
       uncompiled.push(param.code)
       continue
@@ -76,7 +79,7 @@ const buildPlan = (catalog: Catalog, type: string): TypePlan => {
       const definition = catalog.searchParameterByUrl(component.definition)
       return { type: definition?.type ?? "token", code: definition?.code ?? param.code, expression: component.expression }
     })
-    parameters.push({ param, evaluate, keys: prepared.keys, components })
+    parameters.push({ param, evaluate, union: prepared.branches.length > 1, keys: prepared.keys, components })
   }
   const componentCache = new Map<string, Evaluate | undefined>()
   const systems = new Map<string, string | null>()

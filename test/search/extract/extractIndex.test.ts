@@ -126,4 +126,14 @@ describe("extractIndex on the R4 catalog", () => {
     expect(extractIndex({ resourceType: "NoSuchThing", id: "x" }, catalog)).toEqual([])
     expect(() => extractIndex({ resourceType: "Patient", name: "not a list", birthDate: 12, gender: { a: 1 } }, catalog!)).not.toThrow()
   })
+  it("indexes each value of a union once, though several branches reach it, and every code of a large ValueSet", (context) => {
+    if (catalog === undefined) return context.skip()
+    // path: StructureDefinition.snapshot.element.path | StructureDefinition.differential.element.path
+    const element = [{ id: "Patient.name", path: "Patient.name" }, { id: "Patient.gender", path: "Patient.gender" }]
+    const profile = { resourceType: "StructureDefinition", id: "p", url: "http://example.org/p", snapshot: { element }, differential: { element: [element[1]] } }
+    expect(rowsOf(extractIndex(profile, catalog), "path").map((row) => row.kind === "token" ? row.value : undefined)).toEqual(["Patient.name", "Patient.gender"])
+    const concept = Array.from({ length: 5000 }, (_, i) => ({ code: `c${i}` }))
+    const valueSet = { resourceType: "ValueSet", id: "big", status: "active", compose: { include: [{ system: "http://example.org/cs", concept }] } }
+    expect(rowsOf(extractIndex(valueSet, catalog), "code")).toHaveLength(5000)
+  })
 })
