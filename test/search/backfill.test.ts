@@ -19,11 +19,11 @@ const ids = (bundle: any): Array<string> =>
 
 const familyParameter = {
   resourceType: "SearchParameter",
-  url: "http://example.org/fhir/SearchParameter/patient-family",
-  name: "family",
+  url: "http://example.org/fhir/SearchParameter/patient-surname",
+  name: "surname",
   status: "active",
   description: "A patient's family name",
-  code: "family",
+  code: "surname",
   base: ["Patient"],
   type: "string",
   expression: "Patient.name.family"
@@ -43,7 +43,7 @@ for (const backend of backends) {
           expect(gender.status).toBe(200)
           expect(ids(gender.json)).toEqual(["individual-gender"])
           const onPatient = yield* call("GET", `${base}/SearchParameter?base=Patient`)
-          expect(ids(onPatient.json)).toEqual(["individual-gender"])
+          expect(ids(onPatient.json)).toEqual(["Patient-identifier", "individual-family", "individual-gender"])
           const patient = yield* call("GET", `${base}/StructureDefinition?url=http://hl7.org/fhir/StructureDefinition/Patient`)
           expect(ids(patient.json)).toEqual(["Patient"])
           const verbose = yield* call("GET", `${url}/healthz?verbose=1`)
@@ -57,29 +57,29 @@ for (const backend of backends) {
             Effect.map(call("POST", `${base}/Patient`, { body: { resourceType: "Patient", name: [{ family, given: [given] }] } }), (r) => r.json.id as string)
           const ada = yield* make("Lovelace", "Ada")
           const alan = yield* make("Turing", "Alan")
-          expect((yield* call("GET", `${base}/Patient?family=lovelace`)).status).toBe(400)
+          expect((yield* call("GET", `${base}/Patient?surname=lovelace`)).status).toBe(400)
 
           const created = yield* call("POST", `${base}/SearchParameter`, { body: familyParameter })
           expect(created.status).toBe(201)
           // The server stays ready while the backfill runs in the background.
           expect((yield* call("GET", `${url}/readyz`)).status).toBe(200)
           yield* searchIndexed
-          expect(ids((yield* call("GET", `${base}/Patient?family=lovelace`)).json)).toEqual([ada])
-          expect(ids((yield* call("GET", `${base}/Patient?family=turing,lovelace`)).json)).toEqual([ada, alan].sort())
+          expect(ids((yield* call("GET", `${base}/Patient?surname=lovelace`)).json)).toEqual([ada])
+          expect(ids((yield* call("GET", `${base}/Patient?surname=turing,lovelace`)).json)).toEqual([ada, alan].sort())
           const grace = yield* make("Hopper", "Grace")
-          expect(ids((yield* call("GET", `${base}/Patient?family=hopper`)).json)).toEqual([grace])
+          expect(ids((yield* call("GET", `${base}/Patient?surname=hopper`)).json)).toEqual([grace])
           expect(ids((yield* call("GET", `${base}/SearchParameter?url=${familyParameter.url}`)).json)).toEqual([created.json.id])
 
           const id = created.json.id as string
           const changed = yield* call("PUT", `${base}/SearchParameter/${id}`, { body: { ...familyParameter, id, expression: "Patient.name.given" } })
           expect(changed.status).toBe(200)
           yield* searchIndexed
-          expect(ids((yield* call("GET", `${base}/Patient?family=ada`)).json)).toEqual([ada])
-          expect(ids((yield* call("GET", `${base}/Patient?family=lovelace`)).json)).toEqual([])
+          expect(ids((yield* call("GET", `${base}/Patient?surname=ada`)).json)).toEqual([ada])
+          expect(ids((yield* call("GET", `${base}/Patient?surname=lovelace`)).json)).toEqual([])
 
           expect((yield* call("DELETE", `${base}/SearchParameter/${id}`)).status).toBeLessThan(300)
           yield* searchIndexed
-          expect((yield* call("GET", `${base}/Patient?family=ada`)).status).toBe(400)
+          expect((yield* call("GET", `${base}/Patient?surname=ada`)).status).toBe(400)
           expect((yield* call("GET", `${url}/readyz`)).status).toBe(200)
         }))
       it.effect("leaves the catalog as it is when a SearchParameter is written with the content it has already", () =>

@@ -26,10 +26,10 @@ const core = readdirSync(folder).filter((file) => file !== "package.json").map((
 
 const familyParameter = {
   resourceType: "SearchParameter",
-  id: "patient-family",
-  url: "http://example.org/fhir/SearchParameter/patient-family",
+  id: "patient-surname",
+  url: "http://example.org/fhir/SearchParameter/patient-surname",
   status: "active",
-  code: "family",
+  code: "surname",
   base: ["Patient"],
   type: "string",
   expression: "Patient.name.family"
@@ -55,7 +55,7 @@ const createPatients = (families: ReadonlyArray<string>) =>
 const indexedFamilies = Effect.flatMap(Database, ({ writer: sql }) =>
   sql<{ id: string }>`
     SELECT DISTINCT r.id, r.rkey FROM search_string s JOIN resources r ON r.rkey = s.rkey
-    WHERE s.type = 'Patient' AND s.param = 'family' ORDER BY r.rkey`
+    WHERE s.type = 'Patient' AND s.param = 'surname' ORDER BY r.rkey`
 ).pipe(Effect.map((rows) => rows.map((row) => row.id)))
 
 const backfillState = Effect.flatMap(Database, ({ writer: sql }) =>
