@@ -3,12 +3,13 @@
  * drive it, whether the floor runs it too, its target, and either `prepare`, which readies the
  * server under test and returns the requests autocannon cycles through for the measured duration,
  * or `drive`, which runs the whole workload itself once and measures it (the Synthea ingest). To
- * add one (search, ...), write it here and append it to `workloads`.
+ * add one, write it here and append it to `workloads`.
  */
 import type autocannon from "autocannon"
 import { loadSynthea, runIngest } from "./ingest.ts"
 import type { Measurement } from "./load.ts"
 import { samplePatient } from "./patients.ts"
+import { familyPaths, pagedPaths, prepareSearch, tokenDatePaths, tokenPaths } from "./search.ts"
 
 /** The server a workload runs against, with the pool of Patient ids created on it beforehand. */
 export interface Target {
@@ -25,6 +26,7 @@ export interface Target {
 export interface Goal {
   /** req/s of this workload over req/s of the floor's read by id */
   readonly minFloorRatio?: number
+  readonly maxMedianMs?: number
   readonly maxP99Ms?: number
 }
 
@@ -37,8 +39,13 @@ interface Common {
   readonly goal?: Goal
 }
 
-/** Driven by autocannon for the measured duration, on svc with the stand-in packages (Patient, Observation). */
+/**
+ * Driven by autocannon for the measured duration: on svc with the stand-in packages (Patient,
+ * Observation), or, with `onSynthea`, on the svc with the real R4 packages after the ingest, over
+ * the Synthea data it loaded.
+ */
 export interface LoadWorkload extends Common {
+  readonly onSynthea?: boolean
   readonly prepare: (target: Target) => Promise<Array<autocannon.Request>>
 }
 
@@ -151,15 +158,63 @@ const ingest = (connections: number): DrivenWorkload => ({
 export const ingestOne = ingest(1)
 export const ingestFour = ingest(4)
 
+/** The issue's target for the token searches at 8 connections. */
+const searchGoal: Goal = { maxMedianMs: 5, maxP99Ms: 25 }
+
+export const searchToken: Workload = {
+  name: "search token",
+  description: "GET /fhir/Observation?code=http://loinc.org|<code>: five common codes (height, weight, BMI, blood pressure, pain) in turn, first page of 20",
+  connections: 8,
+  onFloor: false,
+  onSynthea: true,
+  goal: searchGoal,
+  prepare: (target) => prepareSearch(target.url, tokenPaths())
+}
+
+export const searchTokenDate: Workload = {
+  name: "search token+date",
+  description: "GET /fhir/Observation?code=http://loinc.org|<code>&date=ge2016-01-01: the same codes in turn, first page of 20",
+  connections: 8,
+  onFloor: false,
+  onSynthea: true,
+  goal: searchGoal,
+  prepare: (target) => prepareSearch(target.url, tokenDatePaths())
+}
+
+export const searchString: Workload = {
+  name: "search string",
+  description: "GET /fhir/Patient?family=<prefix>: the first three letters of each family name loaded, in turn",
+  connections: 8,
+  onFloor: false,
+  onSynthea: true,
+  prepare: async (target) => prepareSearch(target.url, await familyPaths(target.url))
+}
+
+export const searchPaged: Workload = {
+  name: "search paged",
+  description: "GET /fhir/Observation?status=final&_count=100&_offset=<n>: every page of all the Observations, in turn (the deepest offsets included)",
+  connections: 8,
+  onFloor: false,
+  onSynthea: true,
+  prepare: async (target) => prepareSearch(target.url, await pagedPaths(target.url), 1)
+}
+
 /**
  * In the order they run: reads come after creates so the pool and the table have grown a little.
- * The driven workloads run after the others, on their own server.
+ * The Synthea workloads run after the others, on their own server: the ingest first, then the
+ * searches over what it loaded.
  */
-export const workloads: ReadonlyArray<Workload> = [create, readById, update, ingestOne, ingestFour]
+export const workloads: ReadonlyArray<Workload> = [
+  create, readById, update, ingestOne, ingestFour, searchToken, searchTokenDate, searchString, searchPaged
+]
+
+/** Whether a workload runs on the svc with the real R4 packages and the Synthea data. */
+export const onSynthea = (workload: Workload): boolean => isDriven(workload) || workload.onSynthea === true
 
 export const describeGoal = (goal: Goal | undefined): string => {
   const parts: Array<string> = []
   if (goal?.minFloorRatio !== undefined) parts.push(`≥ ${Math.round(goal.minFloorRatio * 100)}% of floor`)
+  if (goal?.maxMedianMs !== undefined) parts.push(`median ≤ ${goal.maxMedianMs} ms`)
   if (goal?.maxP99Ms !== undefined) parts.push(`p99 ≤ ${goal.maxP99Ms} ms`)
   return parts.join(", ")
 }

@@ -1,0 +1,86 @@
+/**
+ * Search workloads over the Synthea patients the ingest loaded: they run on the svc with the real
+ * R4 packages, after the ingest, so the data is what the ingest left (every bundle loaded once per
+ * ingest run and warm-up: a few copies of each patient, under different ids). Each workload checks
+ * in `prepare` that its searches answer 200 with matches, then cycles through them.
+ */
+import type autocannon from "autocannon"
+
+const loinc = "http://loinc.org"
+/** The commonest Observation codes of the Synthea patients: height, weight, BMI, blood pressure, pain severity. */
+export const commonCodes = ["8302-2", "29463-7", "39156-5", "55284-4", "72514-3"]
+/** The day from which the token + date search asks, well inside the data (2011 to 2021). */
+export const dateFrom = "2016-01-01"
+
+const accept = { accept: "application/fhir+json" }
+
+/** Cycles through `count` values shared by every connection: each request takes the next one. */
+const rotation = (count: number): (() => number) => {
+  let next = 0
+  return () => {
+    const value = next
+    next = (next + 1) % count
+    return value
+  }
+}
+
+/** The `total` of a `_summary=count` search (`path` from `/fhir/` on); fails unless 200. */
+export const countOf = async (url: string, path: string): Promise<number> => {
+  const response = await fetch(`${url}/fhir/${path}${path.includes("?") ? "&" : "?"}_summary=count`, { headers: accept })
+  const text = await response.text()
+  if (response.status !== 200) throw new Error(`GET /fhir/${path} answered ${response.status}: ${text.slice(0, 300)}`)
+  return Number((JSON.parse(text) as { total?: number }).total ?? 0)
+}
+
+/** Fails unless each path answers 200 with at least one match: the workload would measure nothing. */
+const checkMatches = async (url: string, paths: ReadonlyArray<string>): Promise<void> => {
+  for (const path of paths) {
+    if ((await countOf(url, path)) === 0) throw new Error(`GET /fhir/${path} matches nothing: was the Synthea ingest run first?`)
+  }
+}
+
+/** An autocannon request cycling through `paths` (each from `/fhir/` on). */
+const cycling = (paths: ReadonlyArray<string>): Array<autocannon.Request> => {
+  const next = rotation(paths.length)
+  return [{
+    method: "GET",
+    path: `/fhir/${paths[0]}`,
+    headers: accept,
+    setupRequest: (request) => ({ ...request, path: `/fhir/${paths[next()]}` })
+  }]
+}
+
+const code = (value: string) => `code=${encodeURIComponent(`${loinc}|${value}`)}`
+
+/** `Observation?code=http://loinc.org|<code>`, the common codes in turn; the first page of 20. */
+export const tokenPaths = (): Array<string> => commonCodes.map((value) => `Observation?${code(value)}`)
+
+/** The same codes from `dateFrom` on. */
+export const tokenDatePaths = (): Array<string> => commonCodes.map((value) => `Observation?${code(value)}&date=ge${dateFrom}`)
+
+/** `Patient?family=<the first three letters of a family name>`, over the family names loaded. */
+export const familyPaths = async (url: string): Promise<Array<string>> => {
+  const response = await fetch(`${url}/fhir/Patient?_count=1000&_elements=name`, { headers: accept })
+  if (response.status !== 200) throw new Error(`GET /fhir/Patient answered ${response.status}`)
+  const bundle = (await response.json()) as { entry?: ReadonlyArray<{ resource: { name?: ReadonlyArray<{ family?: string }> } }> }
+  const prefixes = new Set<string>()
+  for (const entry of bundle.entry ?? []) {
+    for (const name of entry.resource.name ?? []) {
+      if (name.family !== undefined && name.family.length >= 3) prefixes.add(name.family.slice(0, 3).toLowerCase())
+    }
+  }
+  return [...prefixes].sort().map((prefix) => `Patient?family=${encodeURIComponent(prefix)}`)
+}
+
+/** Every page of `Observation?status=final` by 100, in turn: offsets from the first page to the last. */
+export const pagedPaths = async (url: string, pageSize = 100): Promise<Array<string>> => {
+  const total = await countOf(url, "Observation?status=final")
+  return Array.from({ length: Math.ceil(total / pageSize) }, (_, page) => `Observation?status=final&_count=${pageSize}&_offset=${page * pageSize}`)
+}
+
+/** Readies one search workload: its paths, the first `checked` of them checked to match something. */
+export const prepareSearch = async (url: string, paths: ReadonlyArray<string>, checked = paths.length): Promise<Array<autocannon.Request>> => {
+  if (paths.length === 0) throw new Error("no search to run: was the Synthea ingest run first?")
+  await checkMatches(url, paths.slice(0, checked))
+  return cycling(paths)
+}
