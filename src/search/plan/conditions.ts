@@ -288,8 +288,39 @@ export const narrowsToType = (clause: Clause): boolean => {
   return !["_lastUpdated", "_content", "_text", "_list"].includes(clause.code)
 }
 
-/** The condition a clause puts on `r` (the resources table) for resources of `type`. */
-export const clauseCondition = (sql: SqlClient.SqlClient, type: string, clause: Clause, paramType: string, now: number = Date.now()): Fragment => {
+/**
+ * How selective a clause that narrows to the type is likely to be, lower first: the one that drives a search
+ * is read as a list of row keys, the others are checked per candidate through the index's row-key index.
+ */
+export const selectivity = (clause: Clause, paramType: string): number => {
+  const modifier = clause.modifier?.kind
+  if (modifier === "text" || modifier === "contains" || modifier === "below" || modifier === "above") return 3
+  switch (paramType) {
+    case "token":
+    case "reference":
+    case "uri":
+      return clause.values[0]?.kind === "codes" ? 2 : 0
+    case "string":
+      return 1
+    case "date":
+      return 4
+    default:
+      return 2
+  }
+}
+
+/**
+ * The condition a clause puts on `r` (the resources table) for resources of `type`. `drive`: the clause is
+ * read as `r.rkey IN (index rows)`, the list the database starts from; otherwise as an EXISTS per candidate.
+ */
+export const clauseCondition = (
+  sql: SqlClient.SqlClient,
+  type: string,
+  clause: Clause,
+  paramType: string,
+  now: number = Date.now(),
+  drive = true
+): Fragment => {
   const first = clause.values[0]
   if (clause.values.length > 0 && clause.values.every((value) => value.kind === "id")) {
     const ids = clause.values.map((value) => (value.kind === "id" ? value.id : ""))
@@ -309,7 +340,8 @@ export const clauseCondition = (sql: SqlClient.SqlClient, type: string, clause: 
     return first.missing ? sql`NOT ${exists}` : exists
   }
   const col = tableColumns(sql)
-  const alternatives = clause.values.map((value) => valueCondition(sql, clause, value, col, paramType, now))
-  const subquery = sql`SELECT rkey FROM ${table} WHERE type = ${type} AND param = ${clause.code} AND ${sql.or(alternatives)}`
-  return clause.exclude ? sql`r.rkey NOT IN (${subquery})` : sql`r.rkey IN (${subquery})`
+  const alternatives = sql.or(clause.values.map((value) => valueCondition(sql, clause, value, col, paramType, now)))
+  if (drive && !clause.exclude) return sql`r.rkey IN (SELECT rkey FROM ${table} WHERE type = ${type} AND param = ${clause.code} AND ${alternatives})`
+  const exists = sql`EXISTS (SELECT 1 FROM ${table} i WHERE i.rkey = r.rkey AND i.param = ${clause.code} AND ${alternatives})`
+  return clause.exclude ? sql`NOT ${exists}` : exists
 }

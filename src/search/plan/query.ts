@@ -5,19 +5,32 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
 import { Effect } from "effect"
-import { parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
-import { clauseCondition, narrowsToType } from "./conditions.ts"
+import { type Clause, parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
+import { clauseCondition, narrowsToType, selectivity } from "./conditions.ts"
 import { sortKey } from "./sort.ts"
 
-/** The condition on `r` (the resources table) for the current, undeleted resources the request matches. */
-export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest, now: number = Date.now()): Statement.Fragment =>
-  sql.and([
-    // An index subquery already keeps to the type; leaving `r.type` out then lets the database start from
-    // the subquery's rows instead of every resource of the type.
-    ...(request.clauses.some(narrowsToType) ? [] : [sql`r.type = ${request.type}`]),
+/**
+ * The condition on `r` (the resources table) for the current, undeleted resources the request matches.
+ * The most selective clause that keeps to the type drives (its index rows are the list the database starts
+ * from, in row-key order); every other clause is checked per candidate. Without one, `r.type` drives.
+ */
+export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest, now: number = Date.now()): Statement.Fragment => {
+  let driver: Clause | undefined
+  let best = Number.POSITIVE_INFINITY
+  for (const clause of request.clauses) {
+    if (!narrowsToType(clause)) continue
+    const rank = selectivity(clause, parameterType(clause.param))
+    if (rank < best) {
+      best = rank
+      driver = clause
+    }
+  }
+  return sql.and([
+    ...(driver === undefined ? [sql`r.type = ${request.type}`] : []),
     sql`NOT r.deleted`,
-    ...request.clauses.map((clause) => clauseCondition(sql, request.type, clause, parameterType(clause.param), now))
+    ...request.clauses.map((clause) => clauseCondition(sql, request.type, clause, parameterType(clause.param), now, clause === driver))
   ])
+}
 
 /** `_sort` as ORDER BY (see sort.ts), always ending in the row key so that pages are stable. */
 export const orderBy = (sql: SqlClient.SqlClient, request: SearchRequest): Statement.Fragment =>
