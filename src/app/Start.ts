@@ -88,7 +88,7 @@ export const start = (config: AppConfig) =>
       Layer.provide(catalogReloadLayer, Layer.succeedContext(Context.mergeAll(store, catalogContext, indexing))),
       databaseScope
     )
-    const services = Context.merge(store, catalogContext).pipe(
+    const services = Context.mergeAll(store, catalogContext, indexing).pipe(
       Context.add(RestSettings, { publicUrl: config.server.public_url, updateAsCreate: config.conformance.update_as_create })
     )
     const fhir = yield* FhirApp.make({ maxBodyBytes: config.server.max_body_bytes, maxBundleEntries: config.server.max_bundle_entries }).pipe(Effect.provide(services))

@@ -5,10 +5,11 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Effect, Either } from "effect"
+import { Clock, Effect, Either, Option } from "effect"
+import { Backfill } from "../search/Backfill.ts"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { Database } from "../db/Database.ts"
-import { operationOutcome } from "../http/OperationOutcome.ts"
+import { type Issue, operationOutcome } from "../http/OperationOutcome.ts"
 import { parseSearch } from "../search/parse/parseSearch.ts"
 import { parameterType, type SearchRequest } from "../search/parse/SearchRequest.ts"
 import { orderBy, whereCondition as where } from "../search/plan/query.ts"
@@ -39,6 +40,8 @@ export interface SearchContext {
   readonly base: string
   readonly params: URLSearchParams
   readonly lenient: boolean
+  /** Said in the outcome entry (search.mode `outcome`) with the warnings of what `lenient` set aside. */
+  readonly warnings?: ReadonlyArray<string>
 }
 
 /**
@@ -83,11 +86,22 @@ export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, type: st
     // Only the matches are shaped: the outcome entry, and included resources once they exist, stay whole.
     const entries = page.map((row) =>
       `{"fullUrl":${JSON.stringify(`${ctx.base}/${type}/${row.id}`)},"resource":${shapeText(row.content, type, ctx.catalog, shape.right)},"search":{"mode":"match"}}`)
-    if (query.ignored.length > 0) {
-      const outcome = operationOutcome(query.ignored.map((problem) => ({ severity: "warning", code: "invalid", diagnostics: `${problem.message} (set aside)` })))
-      entries.push(JSON.stringify({ resource: outcome, search: { mode: "outcome" } }))
-    }
+    const warnings: Array<Issue> = [
+      ...query.ignored.map((problem) => ({ severity: "warning" as const, code: "invalid" as const, diagnostics: `${problem.message} (set aside)` })),
+      ...(ctx.warnings ?? []).map((diagnostics) => ({ severity: "warning" as const, code: "informational" as const, diagnostics }))
+    ]
+    if (warnings.length > 0) entries.push(JSON.stringify({ resource: operationOutcome(warnings), search: { mode: "outcome" } }))
     return bundleText({ type: "searchset", total, link: links }, entries, now)
+  })
+
+/** While the backfill rebuilds the index of `type`, a search on it may miss resources written before the change. */
+export const indexWarnings = (type: string) =>
+  Effect.gen(function*() {
+    const backfill = yield* Effect.serviceOption(Backfill)
+    if (Option.isNone(backfill)) return []
+    const progress = yield* backfill.value.progress
+    if (!progress.running || !progress.types.includes(type)) return []
+    return [`The search index of ${type} is being rebuilt for changed search parameters (${progress.done} of ${progress.total} resources done): resources written before the change may be missing from these results`]
   })
 
 /** `GET [base]/{type}?...` and `POST [base]/{type}/_search`, on a reader. */
@@ -95,7 +109,8 @@ export const search = (request: FhirRequest, type: string, params: URLSearchPara
   Effect.gen(function*() {
     const lenient = /(^|[;,\s])handling\s*=\s*lenient/i.test(header(request, "prefer") ?? "")
     const db = yield* Database
-    const text = yield* db.withReader((sql) => searchset(sql, { catalog: request.catalog, base: request.base, params, lenient }, type))
+    const warnings = yield* indexWarnings(type)
+    const text = yield* db.withReader((sql) => searchset(sql, { catalog: request.catalog, base: request.base, params, lenient, warnings }, type))
     const headers: Record<string, string> = { vary: "Prefer" }
     if (lenient) headers["preference-applied"] = "handling=lenient"
     return resourceBody(text, request.negotiated, request.catalog, { headers })
