@@ -39,12 +39,16 @@ const strengthSeverity = (binding: Binding): "error" | "warning" => (binding.str
 
 const shortValueSet = (url: string): string => url.replace(/\|.*$/, "")
 
-/** The codings of a Coding or CodeableConcept value, with their place. */
-const codingsOf = (value: Record<string, unknown>, type: string): ReadonlyArray<{ system: unknown; code: unknown; at: string }> => {
-  if (type === "Coding") return [{ system: value["system"], code: value["code"], at: "" }]
+const hasPair = (membership: { readonly pairs: ReadonlySet<string> }, coding: unknown): boolean =>
+  isObject(coding) && typeof coding["system"] === "string" && typeof coding["code"] === "string" &&
+  membership.pairs.has(`${coding["system"]}|${coding["code"]}`)
+
+/** The codings of a Coding or CodeableConcept value that have a code. */
+const codingsOf = (value: Record<string, unknown>, type: string): ReadonlyArray<Record<string, unknown>> => {
+  if (type === "Coding") return typeof value["code"] === "string" ? [value] : []
   const codings = value["coding"]
   if (!Array.isArray(codings)) return []
-  return codings.flatMap((coding, i) => (isObject(coding) ? [{ system: coding["system"], code: coding["code"], at: `.coding[${i}]` }] : []))
+  return codings.filter((coding): coding is Record<string, unknown> => isObject(coding) && typeof coding["code"] === "string")
 }
 
 /**
@@ -58,29 +62,32 @@ export const checkBinding = (
   value: unknown
 ): CodeProblem | undefined => {
   if (binding.strength !== "required" && binding.strength !== "extensible") return undefined
-  const valueSet = shortValueSet(binding.valueSet)
-  const severity = strengthSeverity(binding)
   const required = binding.strength === "required"
   if (type === "code" || type === "string" || type === "uri") {
     if (value === undefined) {
-      return required ? { severity, at: "", diagnostics: `No code provided, and a code is required from the value set ${valueSet}` } : undefined
+      return required ? { severity: "error", at: "", diagnostics: `No code provided, and a code is required from the value set ${shortValueSet(binding.valueSet)}` } : undefined
     }
     if (typeof value !== "string" || !membership.known || membership.codes.has(value)) return undefined
-    return { severity, at: "", diagnostics: `The value '${value}' is not in the value set ${valueSet} (${binding.strength} binding)` }
+    return { severity: strengthSeverity(binding), at: "", diagnostics: `The value '${value}' is not in the value set ${shortValueSet(binding.valueSet)} (${binding.strength} binding)` }
   }
   if ((type !== "Coding" && type !== "CodeableConcept") || !isObject(value)) return undefined
-  const codings = codingsOf(value, type).filter((c) => typeof c.code === "string")
+  if (membership.known) {
+    // The common case, a code in the value set, without allocating.
+    if (type === "Coding" ? hasPair(membership, value) : Array.isArray(value["coding"]) && value["coding"].some((coding) => hasPair(membership, coding))) return undefined
+  }
+  const codings = codingsOf(value, type)
+  const valueSet = shortValueSet(binding.valueSet)
   if (codings.length === 0) {
     return required && type === "CodeableConcept"
-      ? { severity, at: "", diagnostics: `No code provided, and a code is required from the value set ${valueSet}` }
+      ? { severity: "error", at: "", diagnostics: `No code provided, and a code is required from the value set ${valueSet}` }
       : undefined
   }
   if (!membership.known) return undefined
-  if (codings.some((c) => typeof c.system === "string" && membership.pairs.has(`${c.system}|${String(c.code)}`))) return undefined
-  if (codings.every((c) => typeof c.system !== "string")) {
+  if (codings.every((c) => typeof c["system"] !== "string")) {
     return { severity: "warning", at: "", diagnostics: `A code without a system cannot be checked against the value set ${valueSet}` }
   }
-  const shown = codings.map((c) => `${String(c.system ?? "")}#${String(c.code)}`).join(", ")
+  const shown = codings.map((c) => `${String(c["system"] ?? "")}#${String(c["code"])}`).join(", ")
+  const severity = strengthSeverity(binding)
   return type === "Coding"
     ? { severity, at: "", diagnostics: `The code ${shown} is not in the value set ${valueSet} (${binding.strength} binding)` }
     : { severity, at: "", diagnostics: `None of the codes (${shown}) is in the value set ${valueSet} (${binding.strength} binding)` }

@@ -267,22 +267,26 @@ export const compileInvariant = (constraint: ElementConstraint, base: string | u
   const outcomeOnEmpty = (data: unknown): Outcome => {
     if (onEmpty !== undefined) return onEmpty
     const blank: Record<string, unknown> = isObject(data) && typeof data["resourceType"] === "string" ? { resourceType: data["resourceType"] } : {}
-    onEmpty = run(blank, { resource: blank, rootResource: blank })
+    const scope = { resource: blank, rootResource: blank }
+    onEmpty = fast(blank, scope) ?? run(blank, scope)
     return onEmpty
+  }
+  const fast = (data: unknown, scope: Scope): Outcome | undefined => {
+    if (simple === undefined) return undefined
+    try {
+      return simple(data, scope) === true ? "pass" : "fail"
+    } catch (error) {
+      return error instanceof Undecided ? undefined : { error: `${key} could not be evaluated: ${String(error)}` }
+    }
   }
   const check = (data: unknown, scope: Scope, large: boolean): Outcome => {
     if (native !== undefined) return native(data, scope) ? "pass" : "fail"
-    if (simple !== undefined) {
-      try {
-        return simple(data, scope) === true ? "pass" : "fail"
-      } catch (error) {
-        if (!(error instanceof Undecided)) return { error: `${key} could not be evaluated: ${String(error)}` }
-      }
-    }
     if (isObject(data)) {
       for (const guard of guards) if (!has(data, guard)) return "pass"
       if (names !== undefined && !hasAny(data, names)) return outcomeOnEmpty(data)
     }
+    const quick = fast(data, scope)
+    if (quick !== undefined) return quick
     if (large && expensive) return "skipped"
     return run(data, scope)
   }

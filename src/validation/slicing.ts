@@ -85,13 +85,11 @@ const valuesAt = (item: SliceItem, segments: ReadonlyArray<Segment>): ReadonlyAr
   return current
 }
 
-type Test = (item: SliceItem) => boolean
+type Conforms = (value: unknown, profile: string) => boolean
 
-const discriminatorTest = (
-  slice: ElementNode,
-  discriminator: { readonly type: string; readonly path: string },
-  conforms: (value: unknown, profile: string) => boolean
-): Test | undefined => {
+type Test = (item: SliceItem, conforms: Conforms) => boolean
+
+const discriminatorTest = (slice: ElementNode, discriminator: { readonly type: string; readonly path: string }): Test | undefined => {
   const segments = parsePath(discriminator.path)
   if (segments === undefined) return undefined
   const target = targetIn(slice, segments)
@@ -117,7 +115,7 @@ const discriminatorTest = (
     case "profile": {
       const profiles = target?.types.flatMap((t) => (t.profiles.length > 0 ? t.profiles : t.targetProfiles)) ?? []
       if (profiles.length === 0) return undefined
-      return (item) => at(item).some(({ value }) => profiles.some((profile) => conforms(value, profile)))
+      return (item, conforms) => at(item).some(({ value }) => profiles.some((profile) => conforms(value, profile)))
     }
     case "exists": {
       if (target === undefined) return undefined
@@ -131,26 +129,36 @@ const discriminatorTest = (
   }
 }
 
-/** Which slice each item belongs to. */
-export const assignSlices = (
-  node: ElementNode,
-  items: ReadonlyArray<SliceItem>,
-  conforms: (value: unknown, profile: string) => boolean
-): Assignment => {
-  const slicing = node.slicing
-  const slices = node.slices
-  if (slices.length === 0) return items.map(() => -1)
-  const discriminators = slicing?.discriminator ?? []
-  if (discriminators.length === 0) return undefined
-  const tests: Array<ReadonlyArray<Test>> = []
-  for (const slice of slices) {
+// The tests of each sliced element, built on first use; null when the slicing cannot be judged.
+const compiled = new WeakMap<ElementNode, ReadonlyArray<ReadonlyArray<Test>> | null>()
+
+const testsOf = (node: ElementNode): ReadonlyArray<ReadonlyArray<Test>> | null => {
+  const known = compiled.get(node)
+  if (known !== undefined) return known
+  let tests: Array<ReadonlyArray<Test>> | null = []
+  const discriminators = node.slicing?.discriminator ?? []
+  if (discriminators.length === 0) tests = null
+  for (const slice of node.slices) {
+    if (tests === null) break
     const sliceTests: Array<Test> = []
     for (const discriminator of discriminators) {
-      const test = discriminatorTest(slice, discriminator, conforms)
-      if (test === undefined) return undefined
+      const test = discriminatorTest(slice, discriminator)
+      if (test === undefined) {
+        tests = null
+        break
+      }
       sliceTests.push(test)
     }
-    tests.push(sliceTests)
+    tests?.push(sliceTests)
   }
-  return items.map((item) => tests.findIndex((sliceTests) => sliceTests.every((test) => test(item))))
+  compiled.set(node, tests)
+  return tests
+}
+
+/** Which slice each item belongs to. */
+export const assignSlices = (node: ElementNode, items: ReadonlyArray<SliceItem>, conforms: Conforms): Assignment => {
+  if (node.slices.length === 0) return items.map(() => -1)
+  const tests = testsOf(node)
+  if (tests === null) return undefined
+  return items.map((item) => tests.findIndex((sliceTests) => sliceTests.every((test) => test(item, conforms))))
 }
