@@ -7,7 +7,7 @@
  */
 import type { ElementConstraint, ElementDefinition, ElementSlicing, StructureDefinition } from "../catalog/definitions.ts"
 import { isObject, str } from "../catalog/json.ts"
-import { isPrimitiveType } from "./primitives.ts"
+import { isPrimitiveType, type PrimitiveCheck, primitiveCheck } from "./primitives.ts"
 
 export interface TypeChoice {
   /** The FHIR type: `Quantity`, `string`, `Reference`, `Resource`, `BackboneElement`... */
@@ -17,6 +17,8 @@ export interface TypeChoice {
   /** `_` and the JSON name: where a primitive's id and extensions go. */
   readonly extensionName: string
   readonly primitive: boolean
+  /** The format check of a primitive type. */
+  readonly check: PrimitiveCheck | undefined
   readonly profiles: ReadonlyArray<string>
   readonly targetProfiles: ReadonlyArray<string>
 }
@@ -173,6 +175,7 @@ export const compileStructure = (sd: StructureDefinition): CompiledStructure | u
         jsonName,
         extensionName: `_${jsonName}`,
         primitive: isPrimitiveType(code),
+        check: primitiveCheck(code),
         profiles: type.profile,
         targetProfiles: type.targetProfile
       }

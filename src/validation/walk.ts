@@ -10,7 +10,7 @@ import { checkBinding, codeInSystemProblem } from "./codes.ts"
 import type { Children, CompiledStructure, ElementNode, TypeChoice } from "./compile.ts"
 import type { Invariant, Scope } from "./invariants.ts"
 import type { Issue, Severity } from "./Issue.ts"
-import { primitiveCheck, regexes } from "./primitives.ts"
+import { regexes } from "./primitives.ts"
 import type { Registry } from "./registry.ts"
 import { resourceRules, typeRules } from "./rules.ts"
 import { assignSlices, type SliceItem } from "./slicing.ts"
@@ -50,6 +50,16 @@ const abstractResources = new Set(["Resource", "DomainResource"])
 const boundTypes = new Set(["code", "string", "uri", "Coding", "CodeableConcept"])
 
 class TooManyIssues extends Error {}
+
+/** Why a key is not allowed: not an element at all, or a type that a choice element does not take here. */
+const unrecognized = (key: string, children: Children): string => {
+  const name = key.charCodeAt(0) === 95 ? key.slice(1) : key
+  const choice = children.list.find((node) =>
+    node.choice && name.length > node.name.length && name.startsWith(node.name) && /[A-Z]/.test(name.charAt(node.name.length)))
+  if (choice === undefined) return `Unrecognized property '${key}'`
+  const allowed = choice.types.map((type) => type.code).join(", ")
+  return `Unrecognized property '${key}': ${choice.path} takes ${allowed === "" ? "no type" : allowed} here`
+}
 
 export class Walk {
   readonly issues: Array<Issue> = []
@@ -197,7 +207,7 @@ export class Walk {
       if (underscore && name in value) continue
       const entry = children.byJsonName.get(name)
       if (entry === undefined || (underscore && !entry.type.primitive)) {
-        this.report("error", "structure", `${path}.${key}`, `Unrecognized property '${key}'`)
+        this.report("error", "structure", `${path}.${key}`, unrecognized(key, children))
         continue
       }
       const node = entry.node
@@ -305,7 +315,7 @@ export class Walk {
     const chosen = node.types.find((t) => t.code === type.code) ?? type
     const code = chosen.code
     if (chosen.primitive) {
-      this.primitive(node, code, value, extension, path, scope, depth)
+      this.primitive(node, chosen, value, extension, path, scope, depth)
       return
     }
     if (value === null || value === undefined) {
@@ -320,10 +330,11 @@ export class Walk {
     this.complex(node, chosen, value, path, scope, depth + 1)
   }
 
-  private primitive(node: ElementNode, code: string, value: unknown, extension: unknown, path: string, scope: Scope, depth: number): void {
+  private primitive(node: ElementNode, type: TypeChoice, value: unknown, extension: unknown, path: string, scope: Scope, depth: number): void {
+    const code = type.code
     const hasValue = value !== undefined && value !== null
     if (hasValue) {
-      const problem = primitiveCheck(code)?.(value)
+      const problem = type.check?.(value)
       if (problem !== undefined) this.report("error", "value", path, problem)
       else if (code === "xhtml" && typeof value === "string") {
         for (const problem of checkXhtml(value)) this.report("error", "value", path, problem)

@@ -151,7 +151,7 @@ describe("meta.profile", () => {
     const noSlice = errors(validateResource(observation({ category: [{ text: "other" }], valueQuantity: { value: 70 } }), p))
     expect(noSlice.map((issue) => issue.diagnostics)).toEqual(["Observation.category: slice 'vs' requires at least 1, but found 0"])
     const wrongType = errors(validateResource(observation({ category: [vitalSigns], valueString: "70" }), p))
-    expect(wrongType.map((issue) => issue.diagnostics)).toEqual(["Unrecognized property 'valueString'"])
+    expect(wrongType.map((issue) => issue.diagnostics)).toEqual(["Unrecognized property 'valueString': Observation.value[x] takes Quantity here"])
   })
 })
 
