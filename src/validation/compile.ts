@@ -65,6 +65,8 @@ export interface CompiledStructure {
   readonly root: ElementNode
   /** Element by id, for slicing discriminators that look into a slice's subtree. */
   readonly byId: ReadonlyMap<string, ElementNode>
+  /** Where an extension may be used (StructureDefinition.context). */
+  readonly contexts: ReadonlyArray<{ readonly type: string; readonly expression: string }>
 }
 
 const fhirTypeExtension = "http://hl7.org/fhir/StructureDefinition/structuredefinition-fhir-type"
@@ -230,7 +232,15 @@ export const compileStructure = (sd: StructureDefinition): CompiledStructure | u
 
   let byId: Map<string, ElementNode> | undefined
   const rootNode = build(root)
+  const contextJson = sd.resource["context"]
+  const contexts = (Array.isArray(contextJson) ? contextJson : []).flatMap((context) => {
+    if (!isObject(context)) return []
+    const type = str(context, "type")
+    const expression = str(context, "expression")
+    return type === undefined || expression === undefined ? [] : [{ type, expression }]
+  })
   return {
+    contexts,
     url: sd.url,
     type: sd.type,
     kind: sd.kind,

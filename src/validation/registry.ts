@@ -19,6 +19,8 @@ export interface Registry {
   readonly invariants: (node: ElementNode, base: string | undefined) => ReadonlyArray<Invariant>
   /** What `_name` of a primitive may hold: the primitive type's elements other than `value`. */
   readonly primitiveParts: (type: string) => Children
+  /** A type and the types it derives from (`Age`, `Quantity`, `Element`). */
+  readonly ancestors: (type: string) => ReadonlyArray<string>
 }
 
 const registries = new WeakMap<Catalog, Registry>()
@@ -80,7 +82,23 @@ export const registryFor = (catalog: Catalog): Registry => {
     }
     return children
   }
-  const registry: Registry = { catalog, structure, forType, membership, invariants, primitiveParts }
+  const lineages = new Map<string, ReadonlyArray<string>>()
+  const ancestors = (type: string): ReadonlyArray<string> => {
+    let lineage = lineages.get(type)
+    if (lineage === undefined) {
+      const chain = [type]
+      let sd = catalog.structureDefinitionForType(type)
+      while (sd?.baseDefinition !== undefined) {
+        sd = catalog.structureDefinition(sd.baseDefinition)
+        if (sd === undefined || chain.includes(sd.type)) break
+        chain.push(sd.type)
+      }
+      lineage = chain
+      if (sd !== undefined || chain.length > 1) lineages.set(type, lineage)
+    }
+    return lineage
+  }
+  const registry: Registry = { catalog, structure, forType, membership, invariants, primitiveParts, ancestors }
   registries.set(catalog, registry)
   return registry
 }

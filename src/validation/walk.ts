@@ -61,10 +61,24 @@ const unrecognized = (key: string, children: Children): string => {
   return `Unrecognized property '${key}': ${choice.path} takes ${allowed === "" ? "no type" : allowed} here`
 }
 
+/** The element whose members are being walked: what an extension among them is used on. */
+interface Owner {
+  readonly type: string
+  readonly path: string
+  readonly url?: string | undefined
+}
+
+/** The path an element is known by in extension contexts: `Questionnaire.item` also for nested items. */
+const contextPath = (node: ElementNode): string => {
+  const reference = node.definition.contentReference
+  return reference !== undefined && reference.startsWith("#") ? reference.slice(1) : node.path
+}
+
 export class Walk {
   readonly issues: Array<Issue> = []
   private readonly seen = new Set<string>()
   private readonly deferred: Array<Deferred> = []
+  private owner: Owner | undefined
   private elements = 0
   private errors = 0
   private others = 0
@@ -188,17 +202,27 @@ export class Walk {
   }
 
   private against(value: Record<string, unknown>, structure: CompiledStructure, path: string, scope: Scope, depth: number): void {
-    this.object(value, structure.root.children, path, scope, depth, true)
+    this.object(value, structure.root.children, path, scope, depth, true, { type: structure.type, path: structure.type })
     this.defer(this.registry.invariants(structure.root, undefined), value, scope, path)
   }
 
   /** The members of an object against the elements it may have. */
-  object(value: Record<string, unknown>, children: Children, path: string, scope: Scope, depth: number, resource: boolean): void {
+  object(value: Record<string, unknown>, children: Children, path: string, scope: Scope, depth: number, resource: boolean, owner: Owner): void {
     if (depth > maxDepth) {
       if (!this.tooDeep) this.report("error", "too-costly", path, `The content is nested more than ${maxDepth} levels deep`)
       this.tooDeep = true
       return
     }
+    const outer = this.owner
+    this.owner = owner
+    try {
+      this.members(value, children, path, scope, depth, resource)
+    } finally {
+      this.owner = outer
+    }
+  }
+
+  private members(value: Record<string, unknown>, children: Children, path: string, scope: Scope, depth: number, resource: boolean): void {
     let choices: Array<ElementNode> | undefined
     for (const key in value) {
       if (resource && key === "resourceType") continue
@@ -304,7 +328,7 @@ export class Walk {
     if (structure === undefined) return false
     const probe = new Walk(this.registry)
     if (structure.kind === "resource") probe.resource(value, "", scope, 0, undefined, [url])
-    else if (isObject(value)) probe.object(value, structure.root.children, "", scope, 0, false)
+    else if (isObject(value)) probe.object(value, structure.root.children, "", scope, 0, false, { type: structure.type, path: structure.type })
     else return false
     return !probe.issues.some((issue) => issue.severity === "error" || issue.severity === "fatal")
   }
@@ -344,7 +368,7 @@ export class Walk {
       if (!isObject(extension)) {
         this.report("error", "structure", path, `The extensions of a primitive are a JSON object, not ${describe(extension)}`)
       } else {
-        this.object(extension, this.registry.primitiveParts(code), path, scope, depth + 1, false)
+        this.object(extension, this.registry.primitiveParts(code), path, scope, depth + 1, false, { type: code, path: contextPath(node) })
         if (!hasValue && !Array.isArray(extension["extension"])) {
           this.report("error", "invariant", path, "Constraint failed: ele-1: 'All FHIR elements must have a @value or children'")
         }
@@ -373,7 +397,8 @@ export class Walk {
     } else if (type.code !== "BackboneElement" && type.code !== "Element") {
       typeRoot = this.registry.forType(type.code)?.root
     }
-    this.object(value, children, path, scope, depth, false)
+    const url = type.code === "Extension" && typeof value["url"] === "string" ? value["url"] : undefined
+    this.object(value, children, path, scope, depth, false, { type: base, path: contextPath(node), url })
     let meaningful = false
     for (const key in value) {
       if (key !== "id") {
@@ -398,14 +423,20 @@ export class Walk {
   private typeDefinition(type: TypeChoice, value: Record<string, unknown>, path: string): CompiledStructure | undefined {
     for (const profile of type.profiles) {
       const structure = this.registry.structure(profile)
-      if (structure !== undefined) return structure
+      if (structure !== undefined) {
+        if (structure.type === "Extension") this.context(structure, path)
+        return structure
+      }
     }
     if (type.code === "Extension") {
       const url = value["url"]
       // A relative url names a part of a complex extension, which its parent's definition describes.
       if (typeof url === "string" && url.includes(":")) {
         const structure = this.registry.structure(url)
-        if (structure !== undefined && structure.type === "Extension") return structure
+        if (structure !== undefined && structure.type === "Extension") {
+          this.context(structure, path)
+          return structure
+        }
         if (structure === undefined) this.report("warning", "extension", path, `Unknown extension ${url}: it was not checked`)
         else this.report("error", "extension", path, `${url} is a ${structure.type} definition, not an extension`)
       }
@@ -413,6 +444,33 @@ export class Walk {
     const structure = this.registry.forType(type.code)
     if (structure === undefined) this.report("information", "not-supported", path, `The type ${type.code} is not known here: the value was not checked`)
     return structure
+  }
+
+  /**
+   * An extension is used where its definition allows (https://hl7.org/fhir/R4/defining-extensions.html#context).
+   * A warning: R4 itself uses its own extensions outside their stated contexts hundreds of times
+   * (structuredefinition-fhir-type on ElementDefinition.type, normative-version on ValueSets).
+   */
+  private context(structure: CompiledStructure, path: string): void {
+    const owner = this.owner
+    if (owner === undefined || structure.contexts.length === 0) return
+    for (const { type, expression } of structure.contexts) {
+      if (type === "fhirpath") return
+      if (type === "extension" && owner.type === "Extension" && owner.url === expression) return
+      if (type !== "element") continue
+      if (expression === "Element" || expression === owner.path || expression.replace("[x]", "") === owner.path.replace("[x]", "")) return
+      if (expression.includes(".") && this.sameElement(expression, owner.path)) return
+      if (!expression.includes(".") && this.registry.ancestors(owner.type).includes(expression)) return
+    }
+    const allowed = structure.contexts.map(({ expression }) => expression).join(", ")
+    this.report("warning", "extension", path, `The extension ${structure.url} is not meant for ${owner.path} (it is for: ${allowed})`)
+  }
+
+  /** `CapabilityStatement.rest.operation` is written as a reference to `CapabilityStatement.rest.resource.operation`. */
+  private sameElement(expression: string, path: string): boolean {
+    const type = expression.slice(0, expression.indexOf("."))
+    const node = this.registry.forType(type)?.byId.get(expression)
+    return node !== undefined && contextPath(node) === path
   }
 
   private binding(node: ElementNode, code: string, value: unknown, path: string): void {

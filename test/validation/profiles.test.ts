@@ -174,6 +174,23 @@ describe("extensions", () => {
     expect(errors(validateResource(patient({ extension: [{ url: birthPlace.url }] }), c)).length).toBeGreaterThan(0)
   })
 
+  withCatalog("an extension used outside the contexts its definition states is a warning", (c) => {
+    const observation = { resourceType: "Observation", text: narrative, status: "final", code: { text: "x" }, extension: [birthPlace] }
+    expect(validateResource(observation, c)).toEqual([{
+      severity: "warning",
+      code: "extension",
+      expression: "Observation.extension[0]",
+      diagnostics: "The extension http://hl7.org/fhir/StructureDefinition/patient-birthPlace is not meant for Observation (it is for: Patient)"
+    }])
+    // geolocation is for Address, wherever an Address is
+    const geolocation = {
+      url: "http://hl7.org/fhir/StructureDefinition/geolocation",
+      extension: [{ url: "latitude", valueDecimal: 52.1 }, { url: "longitude", valueDecimal: 5.1 }]
+    }
+    expect(validateResource(patient({ address: [{ city: "Utrecht", extension: [geolocation] }] }), c)).toEqual([])
+    expect(problems(c, patient({ extension: [geolocation] })).map((issue) => issue.severity)).toEqual(["warning"])
+  })
+
   withCatalog("a complex extension's parts are checked against their slices", (c) => {
     const nationality = (part: Record<string, unknown>) => patient({ extension: [{ url: "http://hl7.org/fhir/StructureDefinition/patient-nationality", extension: [part] }] })
     expect(validateResource(nationality({ url: "code", valueCodeableConcept: { text: "Dutch" } }), c)).toEqual([])
