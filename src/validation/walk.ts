@@ -7,6 +7,7 @@
  */
 import { isObject } from "../catalog/json.ts"
 import { checkBinding, codeInSystemProblem } from "./codes.ts"
+import { contextPath, contextProblem, type Owner } from "./contexts.ts"
 import type { Children, CompiledStructure, ElementNode, TypeChoice } from "./compile.ts"
 import type { Invariant, Scope } from "./invariants.ts"
 import type { Issue, Severity } from "./Issue.ts"
@@ -61,19 +62,6 @@ const unrecognized = (key: string, children: Children): string => {
   return `Unrecognized property '${key}': ${choice.path} takes ${allowed === "" ? "no type" : allowed} here`
 }
 
-/** The element whose members are being walked: what an extension among them is used on. */
-interface Owner {
-  readonly type: string
-  readonly path: string
-  readonly url?: string | undefined
-}
-
-/** The path an element is known by in extension contexts: `Questionnaire.item` also for nested items. */
-const contextPath = (node: ElementNode): string => {
-  const reference = node.definition.contentReference
-  return reference !== undefined && reference.startsWith("#") ? reference.slice(1) : node.path
-}
-
 export class Walk {
   readonly issues: Array<Issue> = []
   private readonly seen = new Set<string>()
@@ -83,6 +71,7 @@ export class Walk {
   private errors = 0
   private others = 0
   private tooDeep = false
+  private root = ""
 
   constructor(readonly registry: Registry) {}
 
@@ -114,6 +103,7 @@ export class Walk {
 
   /** Walks a top-level resource, then evaluates the invariants collected. */
   run(resource: unknown, path: string, profiles: ReadonlyArray<string>): void {
+    this.root = path !== "" ? path : isObject(resource) && typeof resource["resourceType"] === "string" ? resource["resourceType"] : ""
     try {
       this.resource(resource, path, undefined, 0, undefined, profiles)
       this.evaluateInvariants()
@@ -134,7 +124,7 @@ export class Walk {
       else this.report("warning", "invariant", path, outcome.error)
     }
     if (skipped > 0) {
-      this.report("information", "too-costly", this.issues[0]?.expression ?? "", `${skipped} invariants that read whole subtrees were not evaluated: the resource has more than ${largeResource} elements`)
+      this.report("information", "too-costly", this.root, `${skipped} invariants that read whole subtrees were not evaluated: the resource has more than ${largeResource} elements`)
     }
   }
 
@@ -327,9 +317,14 @@ export class Walk {
     const structure = this.registry.structure(url)
     if (structure === undefined) return false
     const probe = new Walk(this.registry)
-    if (structure.kind === "resource") probe.resource(value, "", scope, 0, undefined, [url])
-    else if (isObject(value)) probe.object(value, structure.root.children, "", scope, 0, false, { type: structure.type, path: structure.type })
-    else return false
+    try {
+      if (structure.kind === "resource") probe.resource(value, "", scope, 0, undefined, [url])
+      else if (isObject(value)) probe.object(value, structure.root.children, "", scope, 0, false, { type: structure.type, path: structure.type })
+      else return false
+    } catch (error) {
+      if (error instanceof TooManyIssues) return false
+      throw error
+    }
     return !probe.issues.some((issue) => issue.severity === "error" || issue.severity === "fatal")
   }
 
@@ -446,31 +441,10 @@ export class Walk {
     return structure
   }
 
-  /**
-   * An extension is used where its definition allows (https://hl7.org/fhir/R4/defining-extensions.html#context).
-   * A warning: R4 itself uses its own extensions outside their stated contexts hundreds of times
-   * (structuredefinition-fhir-type on ElementDefinition.type, normative-version on ValueSets).
-   */
+  /** A warning: R4 itself uses its own extensions outside their stated contexts thousands of times. */
   private context(structure: CompiledStructure, path: string): void {
-    const owner = this.owner
-    if (owner === undefined || structure.contexts.length === 0) return
-    for (const { type, expression } of structure.contexts) {
-      if (type === "fhirpath") return
-      if (type === "extension" && owner.type === "Extension" && owner.url === expression) return
-      if (type !== "element") continue
-      if (expression === "Element" || expression === owner.path || expression.replace("[x]", "") === owner.path.replace("[x]", "")) return
-      if (expression.includes(".") && this.sameElement(expression, owner.path)) return
-      if (!expression.includes(".") && this.registry.ancestors(owner.type).includes(expression)) return
-    }
-    const allowed = structure.contexts.map(({ expression }) => expression).join(", ")
-    this.report("warning", "extension", path, `The extension ${structure.url} is not meant for ${owner.path} (it is for: ${allowed})`)
-  }
-
-  /** `CapabilityStatement.rest.operation` is written as a reference to `CapabilityStatement.rest.resource.operation`. */
-  private sameElement(expression: string, path: string): boolean {
-    const type = expression.slice(0, expression.indexOf("."))
-    const node = this.registry.forType(type)?.byId.get(expression)
-    return node !== undefined && contextPath(node) === path
+    const problem = this.owner === undefined ? undefined : contextProblem(this.registry, structure, this.owner)
+    if (problem !== undefined) this.report("warning", "extension", path, problem)
   }
 
   private binding(node: ElementNode, code: string, value: unknown, path: string): void {
