@@ -218,7 +218,7 @@ export class Walk {
       if (resource && key === "resourceType") continue
       const underscore = key.charCodeAt(0) === 95
       const name = underscore ? key.slice(1) : key
-      if (underscore && name in value) continue
+      if (underscore && Object.hasOwn(value, name)) continue
       const entry = children.byJsonName.get(name)
       if (entry === undefined || (underscore && !entry.type.primitive)) {
         this.report("error", "structure", `${path}.${key}`, unrecognized(key, children))

@@ -74,6 +74,16 @@ describe("whatever a client sends is answered with issues", () => {
     expect(validateResource(patient, c)).toEqual([expect.objectContaining({ severity: "fatal", code: "exception" })])
   })
 
+  withCatalog("names of JavaScript's object prototype are unknown elements like any other", (c) => {
+    const text = '{"resourceType":"Patient","__proto__":{"gender":"x"},"_constructor":{"id":"a"},"toString":"x","_hasOwnProperty":1}'
+    expect(errors(validateJson(text, c)).map((issue) => issue.expression)).toEqual([
+      "Patient.__proto__",
+      "Patient._constructor",
+      "Patient.toString",
+      "Patient._hasOwnProperty"
+    ])
+  })
+
   withCatalog("JSON that does not parse is a fatal issue", (c) => {
     expect(validateJson('{"resourceType": "Patient",', c)).toEqual([expect.objectContaining({ severity: "fatal", code: "structure" })])
   })
