@@ -131,14 +131,18 @@ const looksLikeExpression = (code: string): boolean => /[:=+{}()|]/.test(code)
 
 export const snomed = "http://snomed.info/sct"
 
-/** The problem of a code in a system: unknown in a system held completely, or not a SNOMED CT identifier. */
-export const codeInSystemProblem = (catalog: Catalog, system: string, code: string): string | undefined => {
+/**
+ * The problem of a code in a system: unknown in a system held completely, or not a SNOMED CT identifier.
+ * A code of another version of the system than the one held is not judged.
+ */
+export const codeInSystemProblem = (catalog: Catalog, system: string, code: string, version?: string): string | undefined => {
   if (system === snomed) {
     if (looksLikeExpression(code)) return undefined
     const problem = sctidProblem(code.trim())
     return problem === undefined ? undefined : `Unknown code in ${snomed}: ${problem}`
   }
-  const codeSystem = catalog.codeSystem(system)
+  const codeSystem = (version === undefined ? undefined : catalog.codeSystem(`${system}|${version}`)) ?? catalog.codeSystem(system)
   if (codeSystem === undefined || codeSystem.content !== "complete") return undefined
+  if (version !== undefined && codeSystem.version !== undefined && codeSystem.version !== version) return undefined
   return codeSystem.concept(code) === undefined ? `Unknown code '${code}' in the CodeSystem '${system}'` : undefined
 }

@@ -148,7 +148,8 @@ const valueSet: Rule = (value, path, reporter) => {
       const at = `${path}.compose.${part}[${i}]`
       list(include["concept"]).forEach((concept, j) => {
         if (!isObject(concept) || typeof concept["code"] !== "string") return
-        const problem = codeInSystemProblem(reporter.registry.catalog, system, concept["code"])
+        const version = typeof include["version"] === "string" ? include["version"] : undefined
+        const problem = codeInSystemProblem(reporter.registry.catalog, system, concept["code"], version)
         if (problem !== undefined) reporter.report("error", "code-invalid", `${at}.concept[${j}]`, problem)
       })
       if (system !== snomed) return

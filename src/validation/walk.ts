@@ -458,7 +458,8 @@ export class Walk {
     const system = value["system"]
     const code = value["code"]
     if (typeof system !== "string" || typeof code !== "string") return
-    const problem = codeInSystemProblem(this.registry.catalog, system, code)
+    const version = value["version"]
+    const problem = codeInSystemProblem(this.registry.catalog, system, code, typeof version === "string" ? version : undefined)
     if (problem !== undefined) this.report("error", "code-invalid", `${path}.code`, problem)
   }
 

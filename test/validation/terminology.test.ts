@@ -62,6 +62,17 @@ describe("codes of the systems the server holds", () => {
     }])
   })
 
+  withCatalog("a code of a version of the system the server does not hold is not judged", (c) => {
+    const observation = (version: string) => ({
+      resourceType: "Observation",
+      status: "final",
+      code: { text: "x" },
+      category: [{ coding: [{ system: "http://terminology.hl7.org/CodeSystem/observation-category", version, code: "new-category" }] }]
+    })
+    expect(errors(validateResource(observation("99.0.0"), c))).toEqual([])
+    expect(errors(validateResource(observation("4.0.1"), c)).map((issue) => issue.code)).toEqual(["code-invalid"])
+  })
+
   withCatalog("codes of systems the server does not hold are not judged", (c) => {
     expect(problems(c, { resourceType: "Observation", status: "final", code: { coding: [{ system: "http://loinc.org", code: "anything" }] } })).toEqual([])
   })
