@@ -1,0 +1,55 @@
+/**
+ * The resource validator (https://hl7.org/fhir/R4/validation.html): a pure function from a resource's JSON
+ * and the catalog to the issues found. What is compiled for it (StructureDefinitions, value sets,
+ * invariants) is kept per Catalog object and built on first use, never per request. Whatever a client
+ * sends is answered with issues: the function does not throw.
+ */
+import type { Catalog } from "../catalog/Catalog.ts"
+import type { Issue } from "./Issue.ts"
+import { registryFor } from "./registry.ts"
+import { Walk } from "./walk.ts"
+
+export type { Issue, Severity } from "./Issue.ts"
+export { isValid } from "./Issue.ts"
+
+export interface ValidateOptions {
+  /** Profiles to check the resource against besides its meta.profile; an unknown one is an error. */
+  readonly profiles?: ReadonlyArray<string>
+}
+
+export const validateResource = (resource: unknown, catalog: Catalog, options?: ValidateOptions): ReadonlyArray<Issue> => {
+  const walk = new Walk(registryFor(catalog))
+  try {
+    walk.run(resource, "", options?.profiles ?? [])
+    return walk.issues
+  } catch (error) {
+    const expression = typeof resource === "object" && resource !== null && "resourceType" in resource
+      ? String(resource.resourceType)
+      : ""
+    return [
+      ...walk.issues,
+      {
+        severity: "fatal",
+        code: "exception",
+        expression,
+        diagnostics: `The validator could not finish: ${error instanceof Error ? error.message : String(error)}`
+      }
+    ]
+  }
+}
+
+/** Validates JSON text: text that does not parse is a fatal structure issue. */
+export const validateJson = (text: string, catalog: Catalog, options?: ValidateOptions): ReadonlyArray<Issue> => {
+  let resource: unknown
+  try {
+    resource = JSON.parse(text)
+  } catch (error) {
+    return [{
+      severity: "fatal",
+      code: "structure",
+      expression: "",
+      diagnostics: `The content is not valid JSON: ${error instanceof Error ? error.message : String(error)}`
+    }]
+  }
+  return validateResource(resource, catalog, options)
+}

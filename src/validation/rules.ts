@@ -1,0 +1,179 @@
+/**
+ * Rules of particular types that the StructureDefinitions state in prose rather than as invariants:
+ * - Attachment: `size` is the number of bytes in `data` (https://hl7.org/fhir/R4/datatypes.html#Attachment).
+ * - Bundle: `fullUrl` is absolute; in a searchset, an `outcome` entry is an OperationOutcome and a `match` or
+ *   `include` entry has an id (https://hl7.org/fhir/R4/bundle.html#searchset); a reference inside the Bundle
+ *   that several entries answer is ambiguous (https://hl7.org/fhir/R4/bundle.html#references).
+ * - CodeSystem: a supplement has content `supplement`; property codes are unique and concepts only use
+ *   declared properties (https://hl7.org/fhir/R4/codesystem.html).
+ * - ValueSet: a listed code exists in its system when the server holds the system completely; SNOMED CT
+ *   identifiers in codes, filters and ECL are well-formed.
+ */
+import { isObject, type Json } from "../catalog/json.ts"
+import { codeInSystemProblem, sctidProblem, snomed } from "./codes.ts"
+import type { Severity } from "./Issue.ts"
+import type { Registry } from "./registry.ts"
+
+export interface Reporter {
+  readonly registry: Registry
+  readonly report: (severity: Severity, code: string, expression: string, diagnostics: string) => void
+}
+
+type Rule = (value: Json, path: string, reporter: Reporter) => void
+
+const list = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
+
+const base64Length = (data: string): number => {
+  const text = data.replace(/\s+/g, "")
+  const padding = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0
+  return (text.length / 4) * 3 - padding
+}
+
+const attachment: Rule = (value, path, reporter) => {
+  const data = value["data"]
+  const size = value["size"]
+  if (typeof data !== "string" || typeof size !== "number") return
+  if (!/^(\s*[0-9a-zA-Z+/=]{4}\s*)+$/.test(data)) return
+  const actual = base64Length(data)
+  if (actual !== size) {
+    reporter.report("error", "value", `${path}.size`, `The stated size ${size} does not match the size of the data (${actual} bytes)`)
+  }
+}
+
+const absolute = /^[A-Za-z][A-Za-z0-9+.-]*:/
+
+/** Every `reference` string inside a value, with its path. */
+const references = (value: unknown, path: string, out: Array<{ reference: string; path: string }>, depth = 0): void => {
+  if (depth > 64) return
+  if (Array.isArray(value)) value.forEach((item, i) => references(item, `${path}[${i}]`, out, depth + 1))
+  else if (isObject(value)) {
+    for (const key in value) {
+      const child = value[key]
+      if (key === "reference" && typeof child === "string") out.push({ reference: child, path })
+      else if (typeof child === "object" && child !== null) references(child, `${path}.${key}`, out, depth + 1)
+    }
+  }
+}
+
+/** The base of a fullUrl `http://server/fhir/Patient/1`: `http://server/fhir/`. */
+const serverBase = (fullUrl: string): string | undefined => {
+  const match = /^(.*\/)[A-Z][A-Za-z]+\/[A-Za-z0-9\-.]{1,64}$/.exec(fullUrl)
+  return match?.[1]
+}
+
+const bundle: Rule = (value, path, reporter) => {
+  const type = value["type"]
+  const entries = list(value["entry"])
+  const byFullUrl = new Map<string, number>()
+  entries.forEach((entry, i) => {
+    if (!isObject(entry)) return
+    const at = `${path}.entry[${i}]`
+    const fullUrl = entry["fullUrl"]
+    if (typeof fullUrl === "string") {
+      if (!absolute.test(fullUrl)) reporter.report("error", "value", `${at}.fullUrl`, `The fullUrl must be an absolute URL (not '${fullUrl}')`)
+      else byFullUrl.set(fullUrl, (byFullUrl.get(fullUrl) ?? 0) + 1)
+    }
+    const search = entry["search"]
+    const resource = entry["resource"]
+    if (type !== "searchset" || !isObject(search) || !isObject(resource)) return
+    const mode = search["mode"]
+    if (mode === "outcome" && resource["resourceType"] !== "OperationOutcome") {
+      reporter.report("error", "invalid", `${at}.resource`, `An entry with search mode 'outcome' is an OperationOutcome, not a ${String(resource["resourceType"])}`)
+    }
+    if ((mode === "match" || mode === "include") && typeof resource["id"] !== "string") {
+      reporter.report("error", "required", `${at}.resource`, "Search results must have ids")
+    }
+  })
+  if (type === "history") return
+  // A relative reference resolves against the fullUrl of the entry that holds it.
+  entries.forEach((entry, i) => {
+    if (!isObject(entry) || !isObject(entry["resource"])) return
+    const fullUrl = typeof entry["fullUrl"] === "string" ? entry["fullUrl"] : undefined
+    const found: Array<{ reference: string; path: string }> = []
+    references(entry["resource"], `${path}.entry[${i}].resource`, found)
+    for (const { reference, path: at } of found) {
+      if (reference.startsWith("#") || reference.includes("/_history/")) continue
+      const base = fullUrl === undefined ? undefined : serverBase(fullUrl)
+      const target = absolute.test(reference) ? reference : base === undefined ? undefined : base + reference
+      if (target !== undefined && (byFullUrl.get(target) ?? 0) > 1) {
+        reporter.report("error", "invalid", at, `Multiple matches in the Bundle for the reference ${reference}`)
+      }
+    }
+  })
+}
+
+const codeSystem: Rule = (value, path, reporter) => {
+  if (typeof value["supplements"] === "string" && value["content"] !== "supplement") {
+    reporter.report("error", "business-rule", `${path}.content`, "A CodeSystem that supplements another SHALL have the content 'supplement'")
+  }
+  const declared = new Set<string>()
+  list(value["property"]).forEach((property, i) => {
+    if (!isObject(property) || typeof property["code"] !== "string") return
+    if (declared.has(property["code"])) {
+      reporter.report("error", "business-rule", `${path}.property[${i}]`, `A property is already defined with the code '${property["code"]}'`)
+    }
+    declared.add(property["code"])
+  })
+  const visit = (concepts: unknown, at: string, depth: number): void => {
+    if (depth > 64) return
+    list(concepts).forEach((concept, i) => {
+      if (!isObject(concept)) return
+      list(concept["property"]).forEach((property, j) => {
+        if (isObject(property) && typeof property["code"] === "string" && !declared.has(property["code"]) && !implicitProperties.has(property["code"])) {
+          reporter.report("error", "business-rule", `${at}[${i}].property[${j}]`, `The property '${property["code"]}' is not declared in CodeSystem.property`)
+        }
+      })
+      visit(concept["concept"], `${at}[${i}].concept`, depth + 1)
+    })
+  }
+  visit(value["concept"], `${path}.concept`, 0)
+}
+
+/** The properties every code system has without declaring them (https://hl7.org/fhir/R4/codesystem.html#defined-props). */
+const implicitProperties = new Set(["parent", "child", "partOf", "inactive", "deprecated", "notSelectable", "status"])
+
+const snomedFilterProperties = new Set(["concept", "expression", "expressions", "parent", "child"])
+
+/** The concept ids of an ECL expression: its numbers outside terms (`|...|`), cardinalities (`[1..*]`) and concrete values (`#5`). */
+const eclIdentifiers = (ecl: string): ReadonlyArray<string> =>
+  ecl.replace(/\|[^|]*\|/g, " ").replace(/\[[^\]]*\]/g, " ").replace(/#-?[0-9.]+/g, " ").match(/\d+/g) ?? []
+
+const valueSet: Rule = (value, path, reporter) => {
+  const compose = value["compose"]
+  if (!isObject(compose)) return
+  for (const part of ["include", "exclude"] as const) {
+    list(compose[part]).forEach((include, i) => {
+      if (!isObject(include) || typeof include["system"] !== "string") return
+      const system = include["system"]
+      const at = `${path}.compose.${part}[${i}]`
+      list(include["concept"]).forEach((concept, j) => {
+        if (!isObject(concept) || typeof concept["code"] !== "string") return
+        const version = typeof include["version"] === "string" ? include["version"] : undefined
+        const problem = codeInSystemProblem(reporter.registry.catalog, system, concept["code"], version)
+        if (problem !== undefined) reporter.report("error", "code-invalid", `${at}.concept[${j}]`, problem)
+      })
+      if (system !== snomed) return
+      list(include["filter"]).forEach((filter, j) => {
+        if (!isObject(filter) || typeof filter["value"] !== "string") return
+        const property = filter["property"]
+        const filterValue = filter["value"]
+        const ids = property === "constraint"
+          ? eclIdentifiers(filterValue)
+          : snomedFilterProperties.has(String(property)) && filter["op"] !== "regex" ? [filterValue] : []
+        for (const id of ids) {
+          const problem = sctidProblem(id)
+          if (problem !== undefined) {
+            reporter.report("error", "code-invalid", `${at}.filter[${j}]`, `The value '${filterValue}' of the filter on '${String(property)}' is invalid: ${problem}`)
+            break
+          }
+        }
+      })
+    })
+  }
+}
+
+const byResource: ReadonlyMap<string, Rule> = new Map([["Bundle", bundle], ["CodeSystem", codeSystem], ["ValueSet", valueSet]])
+const byType: ReadonlyMap<string, Rule> = new Map([["Attachment", attachment]])
+
+export const resourceRules = (type: string): Rule | undefined => byResource.get(type)
+export const typeRules = (type: string): Rule | undefined => byType.get(type)
