@@ -89,7 +89,11 @@ export const start = (config: AppConfig) =>
       databaseScope
     )
     const services = Context.mergeAll(store, catalogContext, indexing).pipe(
-      Context.add(RestSettings, { publicUrl: config.server.public_url, updateAsCreate: config.conformance.update_as_create })
+      Context.add(RestSettings, {
+        publicUrl: config.server.public_url,
+        updateAsCreate: config.conformance.update_as_create,
+        referencePolicy: config.conformance.reference_policy
+      })
     )
     const fhir = yield* FhirApp.make({ maxBodyBytes: config.server.max_body_bytes, maxBundleEntries: config.server.max_bundle_entries }).pipe(Effect.provide(services))
     const app = routeByPrefix(fhir.pipe(Effect.provide(services)))

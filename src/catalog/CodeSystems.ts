@@ -7,7 +7,7 @@ interface ConceptIndex {
   readonly byCode: ReadonlyMap<string, ConceptDef>
 }
 
-/** Parents come from the nesting of `concept` and from `parent` / `child` properties (both are used in R4). */
+/** Parents come from the nesting of `concept` and from `parent` / `child` / `subsumedBy` properties. */
 const index = (json: Json, caseSensitive: boolean): ConceptIndex => {
   const parents = new Map<string, Set<string>>()
   const children = new Map<string, Set<string>>()
@@ -31,7 +31,8 @@ const index = (json: Json, caseSensitive: boolean): ConceptIndex => {
         const value = str(property, "valueCode")
         if (value === undefined) continue
         const name = str(property, "code")
-        if (name === "parent") link(value, code)
+        // `subsumedBy` is how terminology.hl7.org's code systems (the v3 ones among them) state their hierarchy.
+        if (name === "parent" || name === "subsumedBy") link(value, code)
         else if (name === "child") link(code, value)
       }
       visit(objects(concept, "concept"), code)

@@ -16,7 +16,6 @@ interface Row {
 }
 
 const rows: ReadonlyArray<Row> = [
-  { flags: ["--references"], setting: "conformance.reference_policy", what: "reference checks on write", on: (c) => c.conformance.reference_policy !== "strict" },
   {
     flags: ["--smart", "--smart-patient", "--smart-encounter", "--smart-fhir-user", "--smart-dcr-token", "--smart-confidential-secret", "--oidc-issuer", "--oidc-client-id", "--smart-demo-login"],
     setting: "smart.enabled",

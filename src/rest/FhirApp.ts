@@ -19,6 +19,7 @@ import { search } from "./search.ts"
 import { processBundle } from "./bundle/Bundles.ts"
 import { basePath, baseUrl, RestSettings } from "./Rest.ts"
 import { errorResponse, resourceBody } from "./respond.ts"
+import { validateOperation } from "./validate.ts"
 import { create, remove, removeWhere, update, updateWhere } from "./write.ts"
 
 const notImplemented = (what: string) => Effect.fail(fail("not-supported", `${what} is not available in this build yet`, 501))
@@ -42,6 +43,10 @@ const route = (request: FhirRequest, segments: ReadonlyArray<string>, capabiliti
       : methodNotAllowed(method, path)
   }
   if (first === "_history" && second === undefined) return method === "GET" ? history(request, {}) : methodNotAllowed(method, path)
+  if (request.catalog.isResourceType(first) && fourth === undefined && (second === "$validate" || (third === "$validate" && second !== undefined))) {
+    if (method !== "POST" && method !== "GET") return methodNotAllowed(method, path)
+    return validateOperation(request, first, second === "$validate" ? undefined : second)
+  }
   if (first.startsWith("$") || second?.startsWith("$") || third?.startsWith("$")) return notImplemented(`the operation in ${path}`)
   if (!request.catalog.isResourceType(first)) return Effect.fail(fail("not-found", `${first} is not a resource type this server knows`))
   const type = first

@@ -1,11 +1,14 @@
 /** What the FHIR interactions need besides the database: the base URL rule and the write settings. */
 import { Context } from "effect"
+import type { ReferencePolicy } from "../validation/referencePolicy.ts"
 
 export class RestSettings extends Context.Tag("svc/rest/RestSettings")<RestSettings, {
   /** `server.public_url`; without it the base is taken from the request's Host. */
   readonly publicUrl: string | undefined
   /** `conformance.update_as_create`. */
   readonly updateAsCreate: boolean
+  /** `conformance.reference_policy`. */
+  readonly referencePolicy: ReferencePolicy
 }>() {}
 
 export const basePath = "/fhir"

@@ -11,7 +11,9 @@ import { readCurrent } from "../store/reads.ts"
 import { deleteResource, putVersion, type StoredVersion } from "../store/ResourceStore.ts"
 import type { CommitContext } from "../store/Writer.ts"
 import { bodyMatches, knownType, validId } from "./checks.ts"
-import { fail, type FhirError } from "./FhirError.ts"
+import { fail, type FhirError, invalidResource } from "./FhirError.ts"
+import { isValid, validateForWrite } from "../validation/Validator.ts"
+import type { ReferenceCheck } from "../validation/referencePolicy.ts"
 import type { PatchProblem } from "./patch/PatchProblem.ts"
 import { extractIndex } from "../search/extract/extractIndex.ts"
 import { removeIndex, writeIndex } from "../search/IndexWriter.ts"
@@ -23,6 +25,8 @@ export interface CommandEnv {
   readonly commit: CommitContext
   /** `[base]` of the request, for the fullUrls of a search inside a Bundle. */
   readonly base: string
+  /** The references of what the command writes, checked against the reference policy before it commits. */
+  readonly references: ReferenceCheck
 }
 
 export interface Written {
@@ -34,10 +38,19 @@ export interface Written {
 
 const check = (error: FhirError | undefined) => (error === undefined ? Effect.void : Effect.fail(error))
 
-/** Writes a version and its search index in the same transaction. */
+/**
+ * Validates a resource (422 with every issue when it has errors), then writes its version and search index
+ * in the same transaction; its references are noted for the policy check at the end of the transaction.
+ */
 const store = (env: CommandEnv, type: string, id: string, resource: Record<string, unknown>) =>
-  Effect.tap(putVersion(env.sql, { type, id, resource, commitTs: env.commit.commitTs }), (stored) =>
-    writeIndex(env.sql, stored.rkey, type, stored.version, extractIndex(stored.resource, env.catalog)))
+  Effect.gen(function*() {
+    const validation = validateForWrite({ ...resource, id }, env.catalog)
+    if (!isValid(validation.issues)) return yield* invalidResource(`${type}/${id}`, validation.issues)
+    env.references.add(`${type}/${id}`, validation.references)
+    const stored = yield* putVersion(env.sql, { type, id, resource, commitTs: env.commit.commitTs })
+    yield* writeIndex(env.sql, stored.rkey, type, stored.version, extractIndex(stored.resource, env.catalog))
+    return stored
+  })
 
 export const createCommand = (
   env: CommandEnv,

@@ -43,12 +43,14 @@ export const lastUpdated = instantOf
 
 /** An error as an OperationOutcome in the negotiated format. */
 export const errorResponse = (error: FhirError, negotiated: Negotiated, catalog: Catalog | undefined) => {
-  const outcome = operationOutcome([{
-    severity: "error",
-    code: error.code,
-    diagnostics: error.diagnostics,
-    ...(error.expression ? { expression: error.expression } : {})
-  }])
+  const outcome = error.issues !== undefined && error.issues.length > 0
+    ? { resourceType: "OperationOutcome" as const, issue: error.issues }
+    : operationOutcome([{
+      severity: "error",
+      code: error.code,
+      diagnostics: error.diagnostics,
+      ...(error.expression ? { expression: error.expression } : {})
+    }])
   const status = error.status ?? statusFor(error.code)
   const xml = negotiated.format === "xml" && catalog !== undefined
   return HttpServerResponse.text(

@@ -11,7 +11,8 @@ import { type CommitContext, Writer } from "../store/Writer.ts"
 import { ifMatchVersion } from "./checks.ts"
 import { type CommandEnv, createCommand, deleteCommand, updateCommand } from "./commands.ts"
 import { createUnlessFound, deleteMatch, matchOne, readCondition, updateMatch } from "./conditional.ts"
-import { FhirError } from "./FhirError.ts"
+import { FhirError, invalidReferences } from "./FhirError.ts"
+import { referenceCheck } from "../validation/referencePolicy.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { returnPreference } from "./prefer.ts"
 import { RestSettings } from "./Rest.ts"
@@ -26,7 +27,13 @@ export const inTransaction = <A, E, R>(request: FhirRequest, command: (env: Comm
     const writer = yield* Writer
     const settings = yield* RestSettings
     return yield* writer.commit((commit: CommitContext) =>
-      command({ sql, catalog: request.catalog, updateAsCreate: settings.updateAsCreate, commit, base: request.base })
+      Effect.gen(function*() {
+        const references = referenceCheck(settings.referencePolicy, request.base, request.catalog)
+        const value = yield* command({ sql, catalog: request.catalog, updateAsCreate: settings.updateAsCreate, commit, base: request.base, references })
+        const issues = yield* references.verify(sql)
+        if (issues.length > 0) return yield* invalidReferences(issues)
+        return value
+      })
     )
   })
 

@@ -6,6 +6,7 @@
  */
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { Issue } from "./Issue.ts"
+import type { FoundReference } from "./referencePolicy.ts"
 import { registryFor } from "./registry.ts"
 import { Walk } from "./walk.ts"
 
@@ -35,6 +36,25 @@ export const validateResource = (resource: unknown, catalog: Catalog, options?: 
         diagnostics: `The validator could not finish: ${error instanceof Error ? error.message : String(error)}`
       }
     ]
+  }
+}
+
+/** What a write needs: the issues, and the references the resource holds for the reference policy. */
+export interface WriteValidation {
+  readonly issues: ReadonlyArray<Issue>
+  readonly references: ReadonlyArray<FoundReference>
+}
+
+export const validateForWrite = (resource: unknown, catalog: Catalog): WriteValidation => {
+  const walk = new Walk(registryFor(catalog))
+  try {
+    walk.run(resource, "", [])
+    return { issues: walk.issues, references: walk.references }
+  } catch (error) {
+    return {
+      issues: [...walk.issues, { severity: "fatal", code: "exception", expression: "", diagnostics: `The validator could not finish: ${error instanceof Error ? error.message : String(error)}` }],
+      references: walk.references
+    }
   }
 }
 

@@ -11,6 +11,7 @@ import { contextPath, contextProblem, type Owner } from "./contexts.ts"
 import type { Children, CompiledStructure, ElementNode, TypeChoice } from "./compile.ts"
 import type { Invariant, Scope } from "./invariants.ts"
 import type { Issue, Severity } from "./Issue.ts"
+import type { FoundReference } from "./referencePolicy.ts"
 import { regexes } from "./primitives.ts"
 import type { Registry } from "./registry.ts"
 import { resourceRules, typeRules } from "./rules.ts"
@@ -48,6 +49,22 @@ const describe = (value: unknown): string =>
 
 const abstractResources = new Set(["Resource", "DomainResource"])
 
+/** The fullUrls and `Type/id` of a Bundle's entries, added to those of the Bundles around it. */
+const entryTargets = (bundle: Record<string, unknown>, outer: ReadonlySet<string> | undefined): ReadonlySet<string> => {
+  const targets = new Set(outer)
+  const entries = bundle["entry"]
+  if (!Array.isArray(entries)) return targets
+  for (const entry of entries) {
+    if (!isObject(entry)) continue
+    if (typeof entry["fullUrl"] === "string") targets.add(entry["fullUrl"])
+    const resource = entry["resource"]
+    if (isObject(resource) && typeof resource["resourceType"] === "string" && typeof resource["id"] === "string") {
+      targets.add(`${resource["resourceType"]}/${resource["id"]}`)
+    }
+  }
+  return targets
+}
+
 const boundTypes = new Set(["code", "string", "uri", "Coding", "CodeableConcept"])
 
 class TooManyIssues extends Error {}
@@ -64,6 +81,10 @@ const unrecognized = (key: string, children: Children): string => {
 
 export class Walk {
   readonly issues: Array<Issue> = []
+  /** Every `Reference.reference` met, for the reference policy (referencePolicy.ts). */
+  readonly references: Array<FoundReference> = []
+  /** While inside a Bundle resource: the fullUrls and `Type/id` of its entries, which its references may name. */
+  private bundleTargets: ReadonlySet<string> | undefined
   private readonly seen = new Set<string>()
   private readonly deferred: Array<Deferred> = []
   private owner: Owner | undefined
@@ -154,8 +175,13 @@ export class Walk {
       return
     }
     const structure = this.registry.catalog.isResourceType(type) ? this.registry.forType(type) : undefined
-    if (structure === undefined || structure.root.children.list.length === 0) {
+    if (structure === undefined) {
       this.report("error", "structure", path, `Unknown resource type '${type}'`)
+      return
+    }
+    if (structure.root.children.list.length === 0) {
+      // A definition without snapshot elements (a package that ships differentials only) cannot be checked against.
+      this.report("information", "not-supported", path, `The StructureDefinition of ${type} has no snapshot elements: the resource was not checked against it`)
       return
     }
     if (declared !== undefined && !abstractResources.has(declared) && declared !== type) {
@@ -167,7 +193,13 @@ export class Walk {
     if (typeof id === "string" && !idPattern.test(id)) {
       this.report("error", "value", `${at}.id`, `Invalid resource id '${id.slice(0, 80)}': an id is 1 to 64 letters, digits, '-' and '.'`)
     }
-    this.against(value, structure, at, scope, depth)
+    const outerTargets = this.bundleTargets
+    if (type === "Bundle") this.bundleTargets = entryTargets(value, outerTargets)
+    try {
+      this.against(value, structure, at, scope, depth)
+    } finally {
+      this.bundleTargets = outerTargets
+    }
     const meta = value["meta"]
     const claimed = isObject(meta) && Array.isArray(meta["profile"]) ? meta["profile"] : []
     for (const url of claimed) {
@@ -404,6 +436,7 @@ export class Walk {
     if (!meaningful) this.report("error", "invariant", path, "Constraint failed: ele-1: 'All FHIR elements must have a @value or children'")
     if (node.binding !== undefined && boundTypes.has(type.code)) this.binding(node, type.code, value, path)
     if (type.code === "Coding") this.coding(value, path)
+    if (type.code === "Reference" && typeof value["reference"] === "string") this.reference(type, value["reference"], path, scope)
     typeRules(type.code)?.(value, path, this)
     this.fixedAndPattern(node, value, path)
     const own = this.registry.invariants(node, node.path)
@@ -454,13 +487,34 @@ export class Walk {
     if (problem !== undefined) this.report(problem.severity, "code-invalid", path + problem.at, problem.diagnostics)
   }
 
+  private reference(type: TypeChoice, reference: string, path: string, scope: Scope): void {
+    const targetTypes = type.targetProfiles.map((url) => this.registry.structure(url)?.type ?? url.slice(url.lastIndexOf("/") + 1))
+    // `#id` names a resource contained in the top resource that holds this one.
+    const contained = new Map<string, string>()
+    const holder = scope.rootResource
+    if (isObject(holder) && Array.isArray(holder["contained"])) {
+      for (const item of holder["contained"]) {
+        if (isObject(item) && typeof item["id"] === "string" && typeof item["resourceType"] === "string") contained.set(item["id"], item["resourceType"])
+      }
+    }
+    this.references.push({
+      expression: path,
+      reference,
+      targetTypes,
+      contained,
+      ...(this.bundleTargets === undefined ? {} : { local: this.bundleTargets })
+    })
+  }
+
   private coding(value: Record<string, unknown>, path: string): void {
     const system = value["system"]
     const code = value["code"]
     if (typeof system !== "string" || typeof code !== "string") return
     const version = value["version"]
     const problem = codeInSystemProblem(this.registry.catalog, system, code, typeof version === "string" ? version : undefined)
-    if (problem !== undefined) this.report("error", "code-invalid", `${path}.code`, problem)
+    // Outside a required binding (checked on its own) an unknown code is a warning: published data such as
+    // Synthea's carries a few, and R4 asks servers to hold such codes to bindings, not to every system.
+    if (problem !== undefined) this.report("warning", "code-invalid", `${path}.code`, problem)
   }
 
   private fixedAndPattern(node: ElementNode, value: unknown, path: string): void {

@@ -1,6 +1,7 @@
 /**
  * Every example instance of the R4 specification (hl7.fhir.r4.examples@4.0.1) survives create → read
- * unchanged but for `id` and `meta.versionId` / `meta.lastUpdated`. The server installs the real R4
+ * unchanged but for `id` and `meta.versionId` / `meta.lastUpdated`, except the known invalid ones
+ * (test/support/r4ExampleDefects.ts), which are refused with 422. The server installs the real R4
  * packages (through the registry npm is configured with, cached across runs).
  */
 import { describe, expect, layer } from "@effect/vitest"
@@ -9,6 +10,7 @@ import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
 import { conformanceTypes } from "../../src/packages/LoadedPackage.ts"
+import { defects, referenceTypeDefects, withoutBase } from "../support/r4ExampleDefects.ts"
 import { call, startServer, type TestServer } from "../support/server.ts"
 
 class Server extends Context.Tag("test/ExamplesServer")<Server, TestServer>() {}
@@ -44,7 +46,8 @@ describe.skipIf(skipRealPackages)("the R4 examples", () => {
     // Bundle-resources.json is 30 MB: above the default 16 MiB request limit, so this server allows 64 MiB.
     Layer.scoped(Server, startServer("sqlite", {
       server: { max_body_bytes: 64 * 1024 * 1024 },
-      conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache }
+      // The examples refer to each other by their own ids, which a create does not keep.
+      conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache, reference_policy: "fhir" }
     })),
     { timeout: 600_000, excludeTestServices: true }
   )((it) => {
@@ -54,16 +57,19 @@ describe.skipIf(skipRealPackages)("the R4 examples", () => {
         const examples = loadExamples()
         expect(examples.length).toBeGreaterThan(5000)
         const failures: Array<string> = []
+        const refused: Array<string> = []
         yield* Effect.forEach(examples, ({ file, resource }) =>
           Effect.gen(function*() {
             const created = yield* call("POST", `${base}/${resource.resourceType}`, { body: resource })
-            if (created.status !== 201) return void failures.push(`${file}: create ${created.status} ${created.text.slice(0, 200)}`)
+            const defect = Object.hasOwn(defects, file) || withoutBase.test(file) || Object.hasOwn(referenceTypeDefects, file)
+            if (defect && created.status === 422) return void refused.push(file)
+            if (created.status !== 201) return void failures.push(`${file}: create ${created.status} ${created.text.slice(0, 600)}`)
             const read = yield* call("GET", `${base}/${resource.resourceType}/${created.json.id}`)
             if (JSON.stringify(comparable(read.json)) !== JSON.stringify(comparable(resource))) {
               expect(comparable(read.json)).toEqual(comparable(resource))
             }
           }), { concurrency: 8, discard: true })
-        console.log(`R4 examples: ${examples.length} created and read back, ${failures.length} refused`)
+        console.log(`R4 examples: ${examples.length - refused.length - failures.length} created and read back, ${refused.length} refused as invalid (known defects), ${failures.length} other failures`)
         expect(failures).toEqual([])
       }), 600_000)
 
@@ -99,6 +105,7 @@ describe.skipIf(skipRealPackages)("the R4 examples", () => {
         yield* Effect.forEach(examples, ({ file, resource }) =>
           Effect.gen(function*() {
             const created = yield* call("POST", `${base}/${resource.resourceType}`, { body: resource })
+            if (created.status === 422 && (Object.hasOwn(defects, file) || Object.hasOwn(referenceTypeDefects, file))) return
             const xml = yield* call("GET", `${base}/${resource.resourceType}/${created.json.id}?_format=xml`)
             expect([file, xml.status]).toEqual([file, 200])
             const again = yield* call("POST", `${base}/${resource.resourceType}`, { body: xml.text, headers: xmlHeaders })

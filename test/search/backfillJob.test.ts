@@ -2,6 +2,7 @@
  * The backfill job against a real database on every storage kind: what it indexes, how it resumes after
  * an interruption, what it does with resources it cannot index, and start-up readiness while it runs.
  */
+import { referenceCheck } from "../../src/validation/referencePolicy.ts"
 import { describe, expect, it } from "@effect/vitest"
 import { SqlError } from "@effect/sql/SqlError"
 import { Deferred, Effect, Fiber, Layer } from "effect"
@@ -46,7 +47,7 @@ const createPatients = (families: ReadonlyArray<string>) =>
     return yield* Effect.forEach(families, (family) =>
       Effect.map(
         writer.commit((commit) =>
-          createCommand({ sql, catalog: before, updateAsCreate: false, base: "", commit }, "Patient", { resourceType: "Patient", gender: "female", name: [{ family }] })),
+          createCommand({ sql, catalog: before, updateAsCreate: false, base: "", references: referenceCheck("fhir", "", before), commit }, "Patient", { resourceType: "Patient", gender: "female", name: [{ family }] })),
         (result) => result.value
       ))
   })

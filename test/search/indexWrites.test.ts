@@ -1,4 +1,5 @@
 /** Writes keep the search index in step, in the same transaction, on every storage kind. */
+import { referenceCheck } from "../../src/validation/referencePolicy.ts"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
@@ -23,7 +24,7 @@ const run = <A, E>(command: (env: CommandEnv) => Effect.Effect<A, E>) =>
   Effect.gen(function*() {
     const { writer: sql } = yield* Database
     const writer = yield* Writer
-    return (yield* writer.commit((commit) => command({ sql, catalog, updateAsCreate: false, base: "", commit }))).value
+    return (yield* writer.commit((commit) => command({ sql, catalog, updateAsCreate: false, base: "", references: referenceCheck("fhir", "", catalog), commit }))).value
   })
 
 const genderRows = (id: string) =>

@@ -199,8 +199,13 @@ for (const backend of backends.filter((b) => b.kind !== "memory")) {
             { resourceType: "Observation", status: "final", code: { text: "x" }, subject: { reference: `Patient/${patient}` } },
             { resourceType: "Observation", status: "final", code: { text: "x" }, subject: { reference: `Group/${group}` } },
             { resourceType: "Observation", status: "final", code: { text: "x" }, subject: { identifier: { system: "http://ids.example", value: marker } } },
-            { resourceType: "Observation", status: "final", code: { text: "x" }, subject: { reference: `http://elsewhere.example/fhir/Patient/${patient}` } }
+            { resourceType: "Observation", status: "final", code: { text: "x" }, subject: { reference: `${base}/Patient/${patient}` } }
           ])
+          // Under the default reference policy (strict) a reference to another server is refused.
+          const elsewhere = yield* call("POST", `${base}/Observation`, {
+            body: { resourceType: "Observation", status: "final", code: { text: "x" }, subject: { reference: `http://elsewhere.example/fhir/Patient/${patient}` } }
+          })
+          expect(elsewhere.status).toBe(422)
           const labels = ["patient", "group", "identifier", "absolute"]
           const find = (query: string) => Effect.map(matching(base, "Observation", query, ids), labelled(labels, ids))
           expect(yield* find(`subject=Patient/${patient}`)).toEqual(["patient"])
@@ -208,7 +213,7 @@ for (const backend of backends.filter((b) => b.kind !== "memory")) {
           expect(yield* find(`subject:Group=${group}`)).toEqual(["group"])
           expect(yield* find(`subject=Patient/${patient},Group/${group}`)).toEqual(["patient", "group"])
           expect(yield* find(`subject:identifier=http://ids.example|${marker}`)).toEqual(["identifier"])
-          expect(yield* find(`subject=http://elsewhere.example/fhir/Patient/${patient}`)).toEqual(["absolute"])
+          expect(yield* find(`subject=${encodeURIComponent(`${base}/Patient/${patient}`)}`)).toEqual(["absolute"])
           expect(yield* find(`patient=${patient}`)).toEqual(["patient"])
           expect(yield* find(`subject:missing=true&code:text=x`)).toEqual([])
         }))

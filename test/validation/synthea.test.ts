@@ -1,6 +1,6 @@
 /**
  * Every resource of the 55 Synthea bundles validates without error. Two defects of the data itself are
- * allowed, each in the one bundle and with the one message where it occurs:
+ * reported as warnings (unknown codes outside a required binding), each in the one bundle where it occurs:
  * - Observations with the category code `vital-sign`, which observation-category does not have (it is
  *   `vital-signs`);
  * - an echocardiogram coded as SNOMED CT `34552-0`, which is a LOINC code.
@@ -26,21 +26,22 @@ const knownDefects: ReadonlyArray<{ readonly file: string; readonly diagnostics:
 withCatalog("every Synthea resource validates without error", (c) => {
   if (skipSynthea) return
   let resources = 0
-  let allowed = 0
+  let warned = 0
   const found: Array<string> = []
   const started = performance.now()
   for (const { file, bundle } of loadSynthea()) {
     bundle.entry.forEach((entry, i) => {
       resources++
-      for (const issue of errors(validateResource(entry.resource, c))) {
-        if (knownDefects.some((defect) => defect.file === file && defect.diagnostics === issue.diagnostics)) allowed++
-        else found.push(`${file} entry[${i}] ${issue.expression}: ${issue.diagnostics}`)
+      const issues = validateResource(entry.resource, c)
+      for (const issue of errors(issues)) found.push(`${file} entry[${i}] ${issue.expression}: ${issue.diagnostics}`)
+      for (const issue of issues) {
+        if (issue.severity === "warning" && knownDefects.some((defect) => defect.file === file && defect.diagnostics === issue.diagnostics)) warned++
       }
     })
   }
   const elapsed = performance.now() - started
-  console.log(`Synthea: ${resources} resources, ${allowed} known defects of the data, ${found.length} other errors; ${((elapsed * 1000) / resources).toFixed(0)} µs per resource (first pass, compiling included)`)
+  console.log(`Synthea: ${resources} resources, ${warned} warnings for known defects of the data, ${found.length} other errors; ${((elapsed * 1000) / resources).toFixed(0)} µs per resource (first pass, compiling included)`)
   expect(resources).toBeGreaterThan(10_000)
   expect(found).toEqual([])
-  expect(allowed).toBeGreaterThan(0)
+  expect(warned).toBeGreaterThan(0)
 }, 600_000)

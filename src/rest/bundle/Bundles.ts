@@ -28,7 +28,10 @@ const inEntry = (entry: Entry, error: FhirError): FhirError =>
     code: error.code,
     diagnostics: `Bundle.entry[${entry.index}] (${entry.method} ${entry.url}): ${error.diagnostics}`,
     ...(error.status === undefined ? {} : { status: error.status }),
-    expression: [`Bundle.entry[${entry.index}]`]
+    expression: [`Bundle.entry[${entry.index}]`],
+    ...(error.issues === undefined ? {} : {
+      issues: error.issues.map((issue) => ({ ...issue, diagnostics: `Bundle.entry[${entry.index}] (${entry.method} ${entry.url}): ${issue.diagnostics}` }))
+    })
   })
 
 const entryText = (result: EntryResult, outcome?: unknown): string => {
@@ -190,7 +193,10 @@ const batch = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
         }),
         Effect.catchTag("FhirError", (error) => {
           const status = error.status ?? statusFor(error.code)
-          return Effect.succeed(entryText({ status }, operationOutcome([{ severity: "error", code: error.code, diagnostics: error.diagnostics }])))
+          const outcome = error.issues !== undefined && error.issues.length > 0
+            ? { resourceType: "OperationOutcome", issue: error.issues }
+            : operationOutcome([{ severity: "error", code: error.code, diagnostics: error.diagnostics }])
+          return Effect.succeed(entryText({ status }, outcome))
         })
       )
       texts.push(outcome)

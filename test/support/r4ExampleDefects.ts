@@ -1,0 +1,37 @@
+/**
+ * The resources of hl7.fhir.r4.examples@4.0.1 that the validator rejects, each a defect of the published
+ * resource, with what is wrong (test/validation/examples.test.ts reports them; the REST tests expect 422).
+ */
+
+export const defects: Readonly<Record<string, string>> = {
+  "ActivityDefinition-blood-tubes-supply.json": "empty narrative (txt-2)",
+  "ActivityDefinition-heart-valve-replacement.json": "empty narrative (txt-2)",
+  "EventDefinition-example.json": "empty narrative (txt-2)",
+  "Questionnaire-zika-virus-exposure-assessment.json": "narrative of whitespace only (txt-2)",
+  "ImagingStudy-example-xr.json": "SNOMED RT code T-15460 given as SNOMED CT",
+  "PlanDefinition-example-cardiology-os.json": "the placeholder 'look up value' given as a SNOMED CT code",
+  "NutritionOrder-enteralcontinuous.json": "SNOMED CT id 6547210000124112 with a wrong check digit",
+  "ImplementationGuide-fhir.json": "no name and no status (both required)",
+  "ig-r4.json": "no name and no status (both required)",
+  "Bundle-dataelements.json": "the same fullUrl on several entries (bdl-7)",
+  "Bundle-valuesets.json": "the SNOMED CT CodeSystem declares the property code 'Laterality' twice",
+  "Questionnaire-qs1.json": "items without linkId (required)",
+  "CodeSystem-snomedct.json": "declares the property code 'Laterality' twice",
+  "StructureDefinition-Definition.json": "logical model, not abstract, without baseDefinition (sdf-4)",
+  "StructureDefinition-Event.json": "logical model, not abstract, without baseDefinition (sdf-4)",
+  "StructureDefinition-FiveWs.json": "logical model, not abstract, without baseDefinition (sdf-4)",
+  "StructureDefinition-Request.json": "logical model, not abstract, without baseDefinition (sdf-4)",
+  "SearchParameter-questionnaireresponse-extensions-QuestionnaireResponse-item-subject.json": "an id longer than 64 characters"
+}
+
+/** The ten extension search parameters of CodeSystem and ValueSet that R4 published without a base. */
+export const withoutBase = /^SearchParameter-(codesystem|valueset)-extensions-/
+
+
+/** Examples whose references name a resource type their element does not allow (refused under either reference policy). */
+export const referenceTypeDefects: Readonly<Record<string, string>> = {
+  "DeviceMetric-example.json": "parent refers to a DeviceDefinition; DeviceMetric.parent is Reference(Device)",
+  "DeviceUseStatement-example.json": "reasonReference refers to a Procedure, which it does not allow",
+  "MedicationRequest-medrx0301.json": "dispenseRequest.performer refers to something other than an Organization",
+  "Observation-clinical-gender.json": "performer refers to an Encounter, which it does not allow"
+}
