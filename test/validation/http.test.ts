@@ -1,0 +1,170 @@
+/**
+ * Validation as a client meets it, over HTTP with the real R4 packages: 422 on an invalid write, the two
+ * reference policies, and `$validate` in its modes. On SQLite and Postgres (strict), and SQLite (fhir).
+ */
+import { describe, expect, layer } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { randomUUID } from "node:crypto"
+import { pgAvailable } from "../support/backends.ts"
+import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
+import { call, startServer, type TestServer } from "../support/server.ts"
+
+class Server extends Context.Tag("test/ValidationServer")<Server, TestServer>() {}
+
+const packages = { package_registry: registryUrl ?? "", package_cache: realPackageCache }
+const observation = (extra: Record<string, unknown> = {}) => ({ resourceType: "Observation", status: "final", code: { text: "weight" }, ...extra })
+const urn = () => `urn:uuid:${randomUUID()}`
+
+const servers = [
+  { name: "strict on sqlite", kind: "sqlite" as const, policy: "strict" as const, skip: false },
+  { name: "strict on postgres", kind: "postgres" as const, policy: "strict" as const, skip: !pgAvailable },
+  { name: "fhir on sqlite", kind: "sqlite" as const, policy: "fhir" as const, skip: false }
+]
+
+for (const server of servers) {
+  describe.skipIf(skipRealPackages || server.skip)(`validation, reference policy ${server.name}`, () => {
+    layer(
+      Layer.scoped(Server, startServer(server.kind, { conformance: { ...packages, reference_policy: server.policy } })),
+      { timeout: 300_000, excludeTestServices: true }
+    )((it) => {
+      it.effect("an invalid resource is a 422 listing every error with its path; warnings do not block", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const bad = yield* call("POST", `${base}/Patient`, {
+            body: { resourceType: "Patient", gender: "bogus", birthDate: "2020-13-01", nickname: "x" }
+          })
+          expect(bad.status).toBe(422)
+          expect(bad.json.resourceType).toBe("OperationOutcome")
+          const errors = bad.json.issue.filter((issue: any) => issue.severity === "error")
+          expect(errors.map((issue: any) => issue.expression?.[0]).sort()).toEqual(["Patient.birthDate", "Patient.gender", "Patient.nickname"])
+          for (const issue of errors) expect(issue.diagnostics.length).toBeGreaterThan(10)
+          const noStatus = yield* call("POST", `${base}/Observation`, { body: { resourceType: "Observation", code: { text: "x" } } })
+          expect(noStatus.status).toBe(422)
+          expect(noStatus.text).toContain("Observation.status")
+          // An unknown extension is only a warning.
+          const warned = yield* call("POST", `${base}/Patient`, {
+            body: { resourceType: "Patient", extension: [{ url: "http://example.org/unknown-extension", valueString: "x" }] }
+          })
+          expect(warned.status).toBe(201)
+          // Updates, patches and every entry of a Bundle are checked the same way.
+          const { json: patient } = yield* call("POST", `${base}/Patient`, { body: { resourceType: "Patient", gender: "female" } })
+          expect((yield* call("PUT", `${base}/Patient/${patient.id}`, { body: { resourceType: "Patient", id: patient.id, gender: "nope" } })).status).toBe(422)
+          const patched = yield* call("PATCH", `${base}/Patient/${patient.id}`, {
+            body: JSON.stringify([{ op: "replace", path: "/gender", value: "nope" }]),
+            headers: { "content-type": "application/json-patch+json" }
+          })
+          expect(patched.status).toBe(422)
+          const transaction = yield* call("POST", base, {
+            body: { resourceType: "Bundle", type: "transaction", entry: [
+              { resource: { resourceType: "Patient" }, request: { method: "POST", url: "Patient" } },
+              { resource: { resourceType: "Patient", gender: "nope" }, request: { method: "POST", url: "Patient" } }
+            ] }
+          })
+          expect(transaction.status).toBe(422)
+          expect(transaction.json.issue[0].diagnostics).toContain("Bundle.entry[1]")
+          const batch = yield* call("POST", base, {
+            body: { resourceType: "Bundle", type: "batch", entry: [{ resource: { resourceType: "Patient", gender: "nope" }, request: { method: "POST", url: "Patient" } }] }
+          })
+          expect(batch.json.entry[0].response.status).toBe("422 Unprocessable Entity")
+          expect(batch.json.entry[0].response.outcome.issue[0].expression).toEqual(["Patient.gender"])
+          expect((yield* call("GET", `${base}/Patient/${patient.id}`)).json.gender).toBe("female")
+        }))
+
+      it.effect("references: held targets, types the element allows, contained and deep references, and earlier entries of a transaction", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const strict = server.policy === "strict"
+          const { json: patient } = yield* call("POST", `${base}/Patient`, { body: { resourceType: "Patient" } })
+          const create = (body: Record<string, unknown>) => Effect.map(call("POST", `${base}/${String(body["resourceType"])}`, { body }), (reply) => reply)
+          expect((yield* create(observation({ subject: { reference: `Patient/${patient.id}` } }))).status).toBe(201)
+          // Our own base as an absolute URL is local.
+          expect((yield* create(observation({ subject: { reference: `${base}/Patient/${patient.id}` } }))).status).toBe(201)
+          // A target the server does not hold.
+          const missing = yield* create(observation({ subject: { reference: "Patient/no-such-patient" } }))
+          expect(missing.status).toBe(strict ? 422 : 201)
+          if (strict) {
+            expect(missing.json.issue[0]).toMatchObject({ code: "not-found", expression: ["Observation.subject"] })
+            expect(missing.json.issue[0].diagnostics).toContain("Patient/no-such-patient")
+          }
+          // Another server's resource.
+          expect((yield* create(observation({ subject: { reference: "http://elsewhere.example/fhir/Patient/1" } }))).status).toBe(strict ? 422 : 201)
+          // A type the element does not allow, under either policy.
+          const { json: practitioner } = yield* call("POST", `${base}/Practitioner`, { body: { resourceType: "Practitioner" } })
+          const wrongType = yield* create(observation({ subject: { reference: `Practitioner/${practitioner.id}` } }))
+          expect(wrongType.status).toBe(422)
+          expect(wrongType.json.issue[0].diagnostics).toContain("Practitioner")
+          // Only an identifier: fine.
+          expect((yield* create(observation({ subject: { identifier: { system: "http://ids.example", value: "1" } } }))).status).toBe(201)
+          // Contained references must resolve inside the resource.
+          const contained = observation({ contained: [{ resourceType: "Patient", id: "p1" }], subject: { reference: "#p1" } })
+          expect((yield* create(contained)).status).toBe(201)
+          const danglingContained = yield* create(observation({ subject: { reference: "#nothing" } }))
+          expect(danglingContained.status).toBe(422)
+          // Deep: in an extension, and inside a contained resource.
+          const deep = yield* create(observation({
+            extension: [{ url: "http://example.org/focus", valueReference: { reference: "Patient/deep-missing" } }]
+          }))
+          expect(deep.status).toBe(strict ? 422 : 201)
+          const inContained = yield* create(observation({
+            contained: [{ resourceType: "Provenance", id: "prov", target: [{ reference: "#" }], recorded: "2020-01-01T00:00:00Z", agent: [{ who: { reference: "Practitioner/not-held" } }] }],
+            extension: [{ url: "http://example.org/prov", valueReference: { reference: "#prov" } }]
+          }))
+          expect(inContained.status).toBe(strict ? 422 : 201)
+          // A transaction: an entry may refer to a resource another entry creates, whatever their order.
+          const patientUrl = urn()
+          const transaction = yield* call("POST", base, {
+            body: { resourceType: "Bundle", type: "transaction", entry: [
+              { resource: observation({ subject: { reference: patientUrl } }), request: { method: "POST", url: "Observation" } },
+              { fullUrl: patientUrl, resource: { resourceType: "Patient" }, request: { method: "POST", url: "Patient" } }
+            ] }
+          })
+          expect(transaction.status).toBe(200)
+          // A deleted target is not held.
+          yield* call("DELETE", `${base}/Patient/${patient.id}`)
+          expect((yield* create(observation({ subject: { reference: `Patient/${patient.id}` } }))).status).toBe(strict ? 422 : 201)
+        }))
+
+      it.effect("$validate answers 200 with every issue, in create, update, delete and profile modes", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const invalid = yield* call("POST", `${base}/Patient/$validate`, { body: { resourceType: "Patient", gender: "bogus" } })
+          expect(invalid.status).toBe(200)
+          expect(invalid.json.resourceType).toBe("OperationOutcome")
+          expect(invalid.json.issue.some((issue: any) => issue.severity === "error" && issue.expression?.[0] === "Patient.gender")).toBe(true)
+          const valid = yield* call("POST", `${base}/Patient/$validate`, { body: { resourceType: "Patient", gender: "female" } })
+          expect(valid.status).toBe(200)
+          expect(valid.json.issue.filter((issue: any) => issue.severity === "error")).toEqual([])
+          // As the `resource` parameter of a Parameters body, with a mode.
+          const asParameters = yield* call("POST", `${base}/Patient/$validate`, {
+            body: { resourceType: "Parameters", parameter: [{ name: "resource", resource: { resourceType: "Patient", birthDate: "1970-02-30" } }, { name: "mode", valueCode: "create" }] }
+          })
+          expect(asParameters.json.issue[0].expression).toEqual(["Patient.birthDate"])
+          // Update mode checks the instance's id.
+          const { json: patient } = yield* call("POST", `${base}/Patient`, { body: { resourceType: "Patient" } })
+          const update = yield* call("POST", `${base}/Patient/${patient.id}/$validate?mode=update`, { body: { resourceType: "Patient", id: "other" } })
+          expect(update.json.issue[0]).toMatchObject({ severity: "error", expression: ["Patient.id"] })
+          const updateOk = yield* call("POST", `${base}/Patient/${patient.id}/$validate?mode=update`, { body: { resourceType: "Patient", id: patient.id } })
+          expect(updateOk.json.issue.filter((issue: any) => issue.severity === "error")).toEqual([])
+          // Delete mode: the instance must exist.
+          expect((yield* call("POST", `${base}/Patient/${patient.id}/$validate?mode=delete`)).status).toBe(200)
+          expect((yield* call("POST", `${base}/Patient/nobody/$validate?mode=delete`)).status).toBe(404)
+          // A profile: unknown is an error issue naming it; a known one is checked.
+          const unknownProfile = yield* call("POST", `${base}/Patient/$validate?profile=${encodeURIComponent("http://example.org/no-such-profile")}`, { body: { resourceType: "Patient" } })
+          expect(unknownProfile.status).toBe(200)
+          expect(unknownProfile.json.issue[0]).toMatchObject({ severity: "error" })
+          expect(unknownProfile.json.issue[0].diagnostics).toContain("http://example.org/no-such-profile")
+          const vitals = yield* call("POST", `${base}/Observation/$validate?profile=${encodeURIComponent("http://hl7.org/fhir/StructureDefinition/vitalsigns")}`, {
+            body: observation()
+          })
+          expect(vitals.json.issue.some((issue: any) => issue.severity === "error")).toBe(true)
+          // The reference policy applies as on a write.
+          const reference = yield* call("POST", `${base}/Observation/$validate`, { body: observation({ subject: { reference: "Patient/not-here" } }) })
+          expect(reference.json.issue.some((issue: any) => issue.severity === "error")).toBe(server.policy === "strict")
+          // Wrong input is a 400, a body of another type too.
+          expect((yield* call("POST", `${base}/Patient/$validate`, { body: { resourceType: "Observation" } })).status).toBe(400)
+          expect((yield* call("POST", `${base}/Patient/$validate?mode=sideways`, { body: { resourceType: "Patient" } })).status).toBe(400)
+          expect((yield* call("POST", `${base}/Patient/$validate`, { body: "{not json", headers: { "content-type": "application/fhir+json" } })).status).toBe(400)
+        }))
+    })
+  })
+}
