@@ -1,4 +1,5 @@
 /** The run's one table on standard output, and the same figures as JSON in bench/results/. */
+import type { ValidationFigures } from "./validation.ts"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { cpus, totalmem } from "node:os"
 import { join } from "node:path"
@@ -30,6 +31,8 @@ export interface Report {
   /** Lifetime peak RSS (MB) of each server process, as the kernel counts it. */
   readonly serverPeakRssMb: Record<string, number | undefined>
   readonly notices: ReadonlyArray<string>
+  /** µs per resource of validation on the Synthea resources (undefined when the R4 packages could not be had). */
+  readonly validation?: ValidationFigures | undefined
 }
 
 const fixed = (value: number | undefined, digits: number): string =>

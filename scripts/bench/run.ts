@@ -19,6 +19,7 @@ import { formatTable, type Report, type Row, writeJson } from "./report.ts"
 import { seedFloor, seedSvc } from "./seed.ts"
 import { syntheaMissing } from "./ingest.ts"
 import { type Backend, npmRegistry, type Packages, root, startFloor, startSvc } from "./servers.ts"
+import { formatValidation, measureValidation } from "./validation.ts"
 import { describeGoal, type DrivenWorkload, isDriven, type LoadWorkload, onSynthea, quickBundles, readById, type Target, type Workload, workloads } from "./suite.ts"
 
 const usage = `usage: npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest]
@@ -196,7 +197,9 @@ const main = async (): Promise<void> => {
     }
   }
   const described = workloads.map((w) => ({ name: w.name, description: w.description, connections: w.connections, target: describeGoal(w.goal) }))
-  const report: Report = { startedAt, loadAverageAtStart, quick, settings, workloads: described, rows, serverPeakRssMb, notices }
+  const validation = await measureValidation(settings.syntheaBundles)
+  if (validation === undefined) notices.push("validation not measured: the R4 packages could not be had")
+  const report: Report = { startedAt, loadAverageAtStart, quick, settings, workloads: described, rows, serverPeakRssMb, notices, validation }
   const file = writeJson(report)
 
   console.log(`svc bench${quick ? " (quick)" : ""}: ${settings.seconds} s per workload after ${settings.warmupSeconds} s warm-up, ` +
@@ -206,6 +209,7 @@ const main = async (): Promise<void> => {
   console.log("")
   const peaks = Object.entries(serverPeakRssMb).map(([server, mb]) => `${server} ${mb === undefined ? "?" : mb.toFixed(0)} MB`)
   console.log(`Peak RSS over each server's life: ${peaks.join(", ")}`)
+  if (validation !== undefined) console.log(formatValidation(validation))
   for (const notice of notices) console.log(`NOTICE: ${notice}`)
   console.log(`Written: ${relative(root, file)}`)
 }

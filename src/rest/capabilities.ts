@@ -40,8 +40,9 @@ export const capabilityStatement = (catalog: Catalog, options: { readonly base: 
       updateCreate: options.updateAsCreate,
       conditionalCreate: true,
       conditionalUpdate: true,
-      conditionalDelete: "single"
-      // searchParam and operation are listed as search and the operations are served.
+      conditionalDelete: "single",
+      operation: [{ name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" }]
+      // searchParam is listed once the whole search is served.
     }))
   }]
 })
