@@ -318,7 +318,8 @@ export const clauseCondition = (
   type: string,
   clause: Clause,
   paramType: string,
-  now: number = Date.now(),
+  /** The current time in epoch milliseconds, from Effect's Clock: `ap` on dates is relative to it. */
+  now: number,
   drive = true
 ): Fragment => {
   const first = clause.values[0]

@@ -4,7 +4,7 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { type Clause, parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
 import { clauseCondition, narrowsToType, selectivity } from "./conditions.ts"
 import { sortKey } from "./sort.ts"
@@ -14,7 +14,7 @@ import { sortKey } from "./sort.ts"
  * The most selective clause that keeps to the type drives (its index rows are the list the database starts
  * from, in row-key order); every other clause is checked per candidate. Without one, `r.type` drives.
  */
-export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest, now: number = Date.now()): Statement.Fragment => {
+export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest, now: number): Statement.Fragment => {
   let driver: Clause | undefined
   let best = Number.POSITIVE_INFINITY
   for (const clause of request.clauses) {
@@ -44,7 +44,8 @@ export interface Match {
 
 /** At most `limit` current resources the request matches (ids and versions only), in row-key order. */
 export const findMatches = (sql: SqlClient.SqlClient, request: SearchRequest, limit: number) =>
-  sql<{ readonly rkey: number | string; readonly id: string; readonly version: number | string }>`
-    SELECT r.rkey, r.id, r.version FROM resources r WHERE ${whereCondition(sql, request)} ORDER BY r.rkey LIMIT ${limit}`.pipe(
-    Effect.map((rows): ReadonlyArray<Match> => rows.map((row) => ({ rkey: Number(row.rkey), id: row.id, version: Number(row.version) })))
-  )
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    sql<{ readonly rkey: number | string; readonly id: string; readonly version: number | string }>`
+      SELECT r.rkey, r.id, r.version FROM resources r WHERE ${whereCondition(sql, request, now)} ORDER BY r.rkey LIMIT ${limit}`.pipe(
+      Effect.map((rows): ReadonlyArray<Match> => rows.map((row) => ({ rkey: Number(row.rkey), id: row.id, version: Number(row.version) })))
+    ))
