@@ -23,33 +23,14 @@ export class FhirError extends Schema.TaggedError<FhirError>()("FhirError", {
 export const fail = (code: IssueCode, diagnostics: string, status?: number): FhirError =>
   new FhirError({ code, diagnostics, ...(status === undefined ? {} : { status }) })
 
-/** A write refused because the resource is not valid (422), with every issue found, warnings included. */
-export const invalidResource = (
-  what: string,
-  issues: ReadonlyArray<{ readonly severity: "fatal" | "error" | "warning" | "information"; readonly code: string; readonly expression: string; readonly diagnostics: string }>
-): FhirError => {
-  const errors = issues.filter((issue) => issue.severity === "error" || issue.severity === "fatal")
-  return new FhirError({
-    code: "processing",
-    status: 422,
-    diagnostics: `${what} is not valid: ${errors.length} error${errors.length === 1 ? "" : "s"}, the first: ${errors[0]?.diagnostics ?? ""}`,
-    issues: issues.map((issue) => ({
-      severity: issue.severity,
-      code: issue.code,
-      diagnostics: issue.diagnostics,
-      ...(issue.expression === "" ? {} : { expression: [issue.expression] })
-    }))
-  })
-}
+type ValidationIssue = { readonly severity: "fatal" | "error" | "warning" | "information"; readonly code: string; readonly expression: string; readonly diagnostics: string }
 
-/** A write refused by the reference policy (422), with each reference that does not hold. */
-export const invalidReferences = (
-  issues: ReadonlyArray<{ readonly severity: "fatal" | "error" | "warning" | "information"; readonly code: string; readonly expression: string; readonly diagnostics: string }>
-): FhirError =>
+/** A 422 whose OperationOutcome lists `issues`. */
+const unprocessable = (diagnostics: string, issues: ReadonlyArray<ValidationIssue>): FhirError =>
   new FhirError({
     code: "processing",
     status: 422,
-    diagnostics: issues[0]?.diagnostics ?? "a reference does not hold",
+    diagnostics,
     issues: issues.map((issue) => ({
       severity: issue.severity,
       code: issue.code,
@@ -57,3 +38,13 @@ export const invalidReferences = (
       ...(issue.expression === "" ? {} : { expression: [issue.expression] })
     }))
   })
+
+/** A write refused because the resource is not valid (422), with every issue found, warnings included. */
+export const invalidResource = (what: string, issues: ReadonlyArray<ValidationIssue>): FhirError => {
+  const errors = issues.filter((issue) => issue.severity === "error" || issue.severity === "fatal")
+  return unprocessable(`${what} is not valid: ${errors.length} error${errors.length === 1 ? "" : "s"}, the first: ${errors[0]?.diagnostics ?? ""}`, issues)
+}
+
+/** A write refused by the reference policy (422), with each reference that does not hold. */
+export const invalidReferences = (issues: ReadonlyArray<ValidationIssue>): FhirError =>
+  unprocessable(issues[0]?.diagnostics ?? "a reference does not hold", issues)

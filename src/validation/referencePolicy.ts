@@ -12,6 +12,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
+import { isObject } from "../catalog/json.ts"
 import type { Issue } from "./Issue.ts"
 
 export type ReferencePolicy = "strict" | "fhir"
@@ -129,4 +130,31 @@ export const referenceCheck = (policy: ReferencePolicy, base: string, catalog: C
     })
 
   return { add, verify }
+}
+
+export /** The fullUrls and `Type/id` of a Bundle's entries, added to those of the Bundles around it. */
+const entryTargets = (bundle: Record<string, unknown>, outer: ReadonlySet<string> | undefined): ReadonlySet<string> => {
+  const targets = new Set(outer)
+  const entries = bundle["entry"]
+  if (!Array.isArray(entries)) return targets
+  for (const entry of entries) {
+    if (!isObject(entry)) continue
+    if (typeof entry["fullUrl"] === "string") targets.add(entry["fullUrl"])
+    const resource = entry["resource"]
+    if (isObject(resource) && typeof resource["resourceType"] === "string" && typeof resource["id"] === "string") {
+      targets.add(`${resource["resourceType"]}/${resource["id"]}`)
+    }
+  }
+  return targets
+}
+
+/** The contained resources of a resource: their ids and types. */
+export const containedTypes = (resource: unknown): ReadonlyMap<string, string> => {
+  const contained = new Map<string, string>()
+  if (isObject(resource) && Array.isArray(resource["contained"])) {
+    for (const item of resource["contained"]) {
+      if (isObject(item) && typeof item["id"] === "string" && typeof item["resourceType"] === "string") contained.set(item["id"], item["resourceType"])
+    }
+  }
+  return contained
 }

@@ -11,7 +11,7 @@ import { contextPath, contextProblem, type Owner } from "./contexts.ts"
 import type { Children, CompiledStructure, ElementNode, TypeChoice } from "./compile.ts"
 import type { Invariant, Scope } from "./invariants.ts"
 import type { Issue, Severity } from "./Issue.ts"
-import type { FoundReference } from "./referencePolicy.ts"
+import { containedTypes, entryTargets, type FoundReference } from "./referencePolicy.ts"
 import { regexes } from "./primitives.ts"
 import type { Registry } from "./registry.ts"
 import { resourceRules, typeRules } from "./rules.ts"
@@ -49,21 +49,6 @@ const describe = (value: unknown): string =>
 
 const abstractResources = new Set(["Resource", "DomainResource"])
 
-/** The fullUrls and `Type/id` of a Bundle's entries, added to those of the Bundles around it. */
-const entryTargets = (bundle: Record<string, unknown>, outer: ReadonlySet<string> | undefined): ReadonlySet<string> => {
-  const targets = new Set(outer)
-  const entries = bundle["entry"]
-  if (!Array.isArray(entries)) return targets
-  for (const entry of entries) {
-    if (!isObject(entry)) continue
-    if (typeof entry["fullUrl"] === "string") targets.add(entry["fullUrl"])
-    const resource = entry["resource"]
-    if (isObject(resource) && typeof resource["resourceType"] === "string" && typeof resource["id"] === "string") {
-      targets.add(`${resource["resourceType"]}/${resource["id"]}`)
-    }
-  }
-  return targets
-}
 
 const boundTypes = new Set(["code", "string", "uri", "Coding", "CodeableConcept"])
 
@@ -195,11 +180,9 @@ export class Walk {
     }
     const outerTargets = this.bundleTargets
     if (type === "Bundle") this.bundleTargets = entryTargets(value, outerTargets)
-    try {
-      this.against(value, structure, at, scope, depth)
-    } finally {
-      this.bundleTargets = outerTargets
-    }
+    // A TooManyIssues throw ends the whole walk: nothing to restore then.
+    this.against(value, structure, at, scope, depth)
+    this.bundleTargets = outerTargets
     const meta = value["meta"]
     const claimed = isObject(meta) && Array.isArray(meta["profile"]) ? meta["profile"] : []
     for (const url of claimed) {
@@ -490,20 +473,8 @@ export class Walk {
   private reference(type: TypeChoice, reference: string, path: string, scope: Scope): void {
     const targetTypes = type.targetProfiles.map((url) => this.registry.structure(url)?.type ?? url.slice(url.lastIndexOf("/") + 1))
     // `#id` names a resource contained in the top resource that holds this one.
-    const contained = new Map<string, string>()
-    const holder = scope.rootResource
-    if (isObject(holder) && Array.isArray(holder["contained"])) {
-      for (const item of holder["contained"]) {
-        if (isObject(item) && typeof item["id"] === "string" && typeof item["resourceType"] === "string") contained.set(item["id"], item["resourceType"])
-      }
-    }
-    this.references.push({
-      expression: path,
-      reference,
-      targetTypes,
-      contained,
-      ...(this.bundleTargets === undefined ? {} : { local: this.bundleTargets })
-    })
+    const found = { expression: path, reference, targetTypes, contained: containedTypes(scope.rootResource) }
+    this.references.push(this.bundleTargets === undefined ? found : { ...found, local: this.bundleTargets })
   }
 
   private coding(value: Record<string, unknown>, path: string): void {
