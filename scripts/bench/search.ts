@@ -5,6 +5,7 @@
  * in `prepare` that its searches answer 200 with matches, then cycles through them.
  */
 import type autocannon from "autocannon"
+import { rotation } from "./rotation.ts"
 
 const loinc = "http://loinc.org"
 /** The commonest Observation codes of the Synthea patients: height, weight, BMI, blood pressure, pain severity. */
@@ -13,16 +14,6 @@ export const commonCodes = ["8302-2", "29463-7", "39156-5", "55284-4", "72514-3"
 export const dateFrom = "2016-01-01"
 
 const accept = { accept: "application/fhir+json" }
-
-/** Cycles through `count` values shared by every connection: each request takes the next one. */
-const rotation = (count: number): (() => number) => {
-  let next = 0
-  return () => {
-    const value = next
-    next = (next + 1) % count
-    return value
-  }
-}
 
 /** The `total` of a `_summary=count` search (`path` from `/fhir/` on); fails unless 200. */
 export const countOf = async (url: string, path: string): Promise<number> => {

@@ -9,6 +9,7 @@ import type autocannon from "autocannon"
 import { loadSynthea, runIngest } from "./ingest.ts"
 import type { Measurement } from "./load.ts"
 import { samplePatient } from "./patients.ts"
+import { rotation } from "./rotation.ts"
 import { familyPaths, pagedPaths, prepareSearch, tokenDatePaths, tokenPaths } from "./search.ts"
 
 /** The server a workload runs against, with the pool of Patient ids created on it beforehand. */
@@ -68,16 +69,6 @@ export type Workload = LoadWorkload | DrivenWorkload
 export const isDriven = (workload: Workload): workload is DrivenWorkload => "drive" in workload
 
 const fhirJson = { "content-type": "application/fhir+json", accept: "application/fhir+json" }
-
-/** Cycles through `count` values shared by every connection: each request takes the next one. */
-const rotation = (count: number): (() => number) => {
-  let next = 0
-  return () => {
-    const value = next
-    next = (next + 1) % count
-    return value
-  }
-}
 
 export const create: Workload = {
   name: "create",

@@ -4,6 +4,7 @@
  * an element's invariants when it is first present. Nothing is compiled per request.
  */
 import type { Catalog } from "../catalog/Catalog.ts"
+import { ancestorsOf } from "../search/extract/plan.ts"
 import { expandForBinding, type Membership } from "./codes.ts"
 import { type Children, compileStructure, type CompiledStructure, type ElementNode } from "./compile.ts"
 import { compileInvariant, type Invariant } from "./invariants.ts"
@@ -86,15 +87,9 @@ export const registryFor = (catalog: Catalog): Registry => {
   const ancestors = (type: string): ReadonlyArray<string> => {
     let lineage = lineages.get(type)
     if (lineage === undefined) {
-      const chain = [type]
-      let sd = catalog.structureDefinitionForType(type)
-      while (sd?.baseDefinition !== undefined) {
-        sd = catalog.structureDefinition(sd.baseDefinition)
-        if (sd === undefined || chain.includes(sd.type)) break
-        chain.push(sd.type)
-      }
-      lineage = chain
-      if (sd !== undefined || chain.length > 1) lineages.set(type, lineage)
+      lineage = ancestorsOf(catalog, type)
+      // Only types the catalog knows are remembered, so that names from requests cannot grow the map.
+      if (catalog.structureDefinitionForType(type) !== undefined) lineages.set(type, lineage)
     }
     return lineage
   }
