@@ -63,7 +63,7 @@ export const readCondition = (
   if (result.length > 0) {
     return fail("invalid", `the condition of the ${interaction} holds ${result.join(", ")}: result parameters have no place in a condition`)
   }
-  if (parsed.right.clauses.length === 0) {
+  if (parsed.right.clauses.length + parsed.right.links.length + parsed.right.filters.length === 0) {
     return fail("invalid", `a ${interaction} needs search criteria that name the resource, as ${type}?identifier=system|value`)
   }
   return { type, text, search: parsed.right }

@@ -109,6 +109,43 @@ export interface Clause {
   readonly values: ReadonlyArray<Value>
 }
 
+/**
+ * A chained parameter, `param[:Type].rest` (https://hl7.org/fhir/R4/search.html#chaining): resources whose
+ * reference `param` points at a current resource of one of the target types that matches that type's `inner`.
+ * `targets` lists one entry per target type the chain reads (the `:Type` one, or the one type defining `rest`).
+ */
+export interface ChainClause {
+  readonly kind: "chain"
+  /** The key as written, e.g. `subject:Patient.name:exact`. */
+  readonly key: string
+  readonly param: SearchParameterDef
+  readonly targets: ReadonlyArray<{ readonly type: string; readonly inner: Criterion }>
+}
+
+/**
+ * Reverse chaining, `_has:Type:param:rest` (https://hl7.org/fhir/R4/search.html#has): resources that a current
+ * `sourceType` resource matching `inner` refers to through its reference parameter `param`.
+ */
+export interface HasClause {
+  readonly kind: "has"
+  readonly key: string
+  readonly sourceType: string
+  readonly param: SearchParameterDef
+  readonly inner: Criterion
+}
+
+/** One criterion of a search: a parameter on the searched type, a chain or a reverse chain. */
+export type Criterion = Clause | ChainClause | HasClause
+
+/**
+ * A `_filter` expression (https://hl7.org/fhir/R4/search_filter.html): each test is the criterion its
+ * comparison reads as; `and`, `or` and `not` combine them.
+ */
+export type FilterExpr =
+  | { readonly kind: "and" | "or"; readonly operands: ReadonlyArray<FilterExpr> }
+  | { readonly kind: "not"; readonly operand: FilterExpr }
+  | { readonly kind: "test"; readonly criterion: Criterion }
+
 export interface SortKey { readonly code: string; readonly direction: "asc" | "desc"; readonly param: Parameter }
 
 export type Include =
@@ -133,6 +170,10 @@ export interface ResultParams {
 export interface SearchRequest {
   readonly type: string
   readonly clauses: ReadonlyArray<Clause>
+  /** Chains and `_has`, ANDed with the clauses. */
+  readonly links: ReadonlyArray<ChainClause | HasClause>
+  /** `_filter` expressions, ANDed with the rest. */
+  readonly filters: ReadonlyArray<FilterExpr>
   readonly result: ResultParams
   /** With `lenient`, the parameters set aside, each with the text of its warning. */
   readonly ignored: ReadonlyArray<Problem>

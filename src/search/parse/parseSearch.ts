@@ -5,12 +5,10 @@
  */
 import { Either } from "effect"
 import type { Catalog } from "../../catalog/Catalog.ts"
-import { splitUnescaped } from "./escape.ts"
-import { readModifier } from "./modifiers.ts"
-import { maxAlternatives, tooManyAlternatives, unknownParameter, unknownType, unsupported } from "./problems.ts"
+import { isEmpty, isProblems, lookupParameter, readCriterion } from "./criterion.ts"
+import { unknownType } from "./problems.ts"
 import { emptyResult, readResult, resultCodes } from "./result.ts"
-import { type Clause, isCommonCode, type Parameter, type Problem, type SearchRequest, type Value } from "./SearchRequest.ts"
-import { readValue } from "./values.ts"
+import type { ChainClause, Clause, HasClause, Parameter, Problem, SearchRequest } from "./SearchRequest.ts"
 
 export type * from "./SearchRequest.ts"
 
@@ -21,8 +19,6 @@ export interface ParseOptions {
 
 /** Parameters about the response format, read by the HTTP edge and not by search. */
 const formatCodes: ReadonlySet<string> = new Set(["_format", "_pretty"])
-/** Defined by R4 but not supported yet: a 501, never set aside. */
-const unsupportedCodes: ReadonlySet<string> = new Set(["_filter", "_query", "_contained", "_containedType", "_type"])
 
 const entriesOf = (query: URLSearchParams | string): Array<[string, string]> =>
   [...(typeof query === "string" ? new URLSearchParams(query.startsWith("?") ? query.slice(1) : query) : query).entries()]
@@ -34,10 +30,10 @@ export const parseSearch = (
   options: ParseOptions
 ): Either.Either<SearchRequest, ReadonlyArray<Problem>> => {
   if (!catalog.isResourceType(type)) return Either.left([unknownType(type)])
-  const lookup = (code: string): Parameter | undefined =>
-    code === "_id" ? "_id" : catalog.searchParameter(type, code) ?? (isCommonCode(code) ? code : undefined)
+  const lookup = (code: string): Parameter | undefined => lookupParameter(catalog, type, code)
 
   const clauses: Array<Clause> = []
+  const links: Array<ChainClause | HasClause> = []
   const refused: Array<Problem> = []
   const ignored: Array<Problem> = []
   const result = emptyResult()
@@ -52,57 +48,24 @@ export const parseSearch = (
     const colon = key.indexOf(":")
     const code = colon < 0 ? key : key.slice(0, colon)
     const modifierText = colon < 0 ? undefined : key.slice(colon + 1)
-    if (code === "_has") {
-      refuse([unsupported(key, value, "Reverse chaining (_has)")])
-      continue
-    }
-    if (key.includes(".")) {
-      refuse([unsupported(key, value, "Chained search")])
-      continue
-    }
-    if (unsupportedCodes.has(code)) {
-      refuse([unsupported(key, value, `The parameter '${code}'`)])
-      continue
-    }
     if (resultCodes.has(code)) {
       const problem = readResult(result, code, modifierText, key, value, type, catalog, lookup)
       if (problem !== undefined) refuse([problem])
       continue
     }
-    const param = lookup(code)
-    if (param === undefined) {
-      refuse([unknownParameter(key, value, type)])
-      continue
-    }
-    const modifier = modifierText === undefined ? undefined : readModifier(key, value, modifierText, param, catalog)
-    if (modifier !== undefined && "message" in modifier) {
-      refuse([modifier])
-      continue
-    }
-    const alternatives = splitUnescaped(value, ",")
-    if (alternatives.length > maxAlternatives) {
-      refuse([tooManyAlternatives(key, alternatives.length)])
-      continue
-    }
-    const values: Array<Value> = []
-    const problems: Array<Problem> = []
-    for (const alternative of alternatives) {
-      if (alternative === "") continue
-      const read = readValue({ key, param, modifier, catalog }, alternative)
-      if ("message" in read) problems.push(read)
-      else values.push(read)
-    }
-    if (problems.length > 0) refuse(problems)
-    else if (values.length > 0) {
-      const exclude = modifier?.kind === "not" || modifier?.kind === "not-in"
-      clauses.push({ code, param, ...(modifier === undefined ? {} : { modifier }), exclude, values })
-    }
+    const read = readCriterion(type, key, value, { catalog, fullKey: key, depth: 0 })
+    if (isProblems(read)) refuse(read)
+    else if (isEmpty(read)) continue
+    else if ("kind" in read) links.push(read)
+    else clauses.push(read)
   }
 
   if (refused.length > 0) return Either.left(refused)
   return Either.right({
     type,
     clauses,
+    links,
+    filters: [],
     result: {
       sort: result.sort,
       count: result.count,

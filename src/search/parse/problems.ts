@@ -67,6 +67,15 @@ export const revincludeWildcard = (parameter: string): Problem => ({
   canSetAside: false
 })
 
+export const badChain = (parameter: string, value: string, why: string): Problem => ({
+  parameter,
+  value,
+  expected: "a chain or _has naming reference parameters and types that exist",
+  message: `Search parameter '${parameter}' cannot be used: ${why}`,
+  status: 400,
+  canSetAside: true
+})
+
 export const unsupported = (parameter: string, value: string, what: string): Problem => ({
   parameter,
   value,

@@ -5,32 +5,63 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
 import { Clock, Effect } from "effect"
-import { type Clause, parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
+import { type Criterion, parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
 import { clauseCondition, narrowsToType, selectivity } from "./conditions.ts"
 import { sortKey } from "./sort.ts"
 
 /**
- * The condition on `r` (the resources table) for the current, undeleted resources the request matches.
+ * The condition on `r` (the resources table) for current resources of `type` that meet every criterion.
  * The most selective clause that keeps to the type drives (its index rows are the list the database starts
- * from, in row-key order); every other clause is checked per candidate. Without one, `r.type` drives.
+ * from, in row-key order); every other clause is checked per candidate. A chain keeps to the type too and
+ * drives when no plain clause can. Without either, `r.type` drives.
  */
-export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest, now: number): Statement.Fragment => {
-  let driver: Clause | undefined
+export const criteriaCondition = (
+  sql: SqlClient.SqlClient,
+  type: string,
+  criteria: ReadonlyArray<Criterion>,
+  now: number,
+  extra: ReadonlyArray<Statement.Fragment> = []
+): Statement.Fragment => {
+  let driver: Criterion | undefined
   let best = Number.POSITIVE_INFINITY
-  for (const clause of request.clauses) {
-    if (!narrowsToType(clause)) continue
-    const rank = selectivity(clause, parameterType(clause.param))
-    if (rank < best) {
+  for (const criterion of criteria) {
+    const rank = !("kind" in criterion)
+      ? narrowsToType(criterion) ? selectivity(criterion, parameterType(criterion.param)) : undefined
+      : criterion.kind === "chain" ? chainSelectivity : undefined
+    if (rank !== undefined && rank < best) {
       best = rank
-      driver = clause
+      driver = criterion
     }
   }
   return sql.and([
-    ...(driver === undefined ? [sql`r.type = ${request.type}`] : []),
+    ...(driver === undefined ? [sql`r.type = ${type}`] : []),
     sql`NOT r.deleted`,
-    ...request.clauses.map((clause) => clauseCondition(sql, request.type, clause, parameterType(clause.param), now, clause === driver))
+    ...criteria.map((criterion) => criterionCondition(sql, type, criterion, now, criterion === driver)),
+    ...extra
   ])
 }
+
+/** A chain is read as the row keys of the references to its targets' matches: about as selective as a string. */
+const chainSelectivity = 1.5
+
+/** The condition one criterion puts on `r`, a resource of `type`. */
+export const criterionCondition = (sql: SqlClient.SqlClient, type: string, criterion: Criterion, now: number, drive: boolean): Statement.Fragment => {
+  if (!("kind" in criterion)) return clauseCondition(sql, type, criterion, parameterType(criterion.param), now, drive)
+  if (criterion.kind === "chain") {
+    // The references of `type` through the parameter whose target is a current match of the inner criterion.
+    const targets = criterion.targets.map(({ type: target, inner }) =>
+      sql`(i.target_type = ${target} AND i.target_id IN (SELECT r.id FROM resources r WHERE ${criteriaCondition(sql, target, [inner], now, [sql`r.type = ${target}`])}))`)
+    return sql`r.rkey IN (SELECT i.rkey FROM search_reference i WHERE i.type = ${type} AND i.param = ${criterion.param.code} AND ${sql.or(targets)})`
+  }
+  // `_has`: the ids of `type` that current matches of the source type refer to through the parameter.
+  const source = criterion.sourceType
+  return sql`r.id IN (SELECT i.target_id FROM search_reference i WHERE i.type = ${source} AND i.param = ${criterion.param.code}
+    AND i.target_type = ${type} AND i.rkey IN (SELECT r.rkey FROM resources r WHERE ${criteriaCondition(sql, source, [criterion.inner], now)}))`
+}
+
+/** The condition on `r` for the current, undeleted resources the request matches. */
+export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest, now: number): Statement.Fragment =>
+  criteriaCondition(sql, request.type, [...request.clauses, ...request.links], now)
 
 /** `_sort` as ORDER BY (see sort.ts), always ending in the row key so that pages are stable. */
 export const orderBy = (sql: SqlClient.SqlClient, request: SearchRequest): Statement.Fragment =>

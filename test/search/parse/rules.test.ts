@@ -177,11 +177,6 @@ describe("the result parameters", () => {
     expect(refused(c, "Observation", "_summary=yes")).toHaveLength(1)
   })
 
-  withCatalog("chains and _has are refused as not supported yet (501), never set aside", (c) => {
-    expect(refused(c, "Observation", "subject.name=x", true)[0]).toMatchObject({ status: 501, parameter: "subject.name" })
-    expect(refused(c, "Patient", "_has:Observation:patient:code=x", true)[0]?.status).toBe(501)
-  })
-
   withCatalog("empty values and _format are ignored", (c) => {
     expect(accepted(c, "Patient", "name=&_format=json&_pretty=true").clauses).toHaveLength(0)
   })
