@@ -12,6 +12,7 @@ import { CatalogReload, layer as catalogReloadLayer } from "../catalog/CatalogRe
 import { Backfill, layer as backfillLayer, progressDetails } from "../search/Backfill.ts"
 import { layer as fetcherLayer, optionsFromConfig } from "../packages/Fetcher.ts"
 import { layer as writerLayer, Writer } from "../store/Writer.ts"
+import { layer as statisticsLayer } from "../db/Statistics.ts"
 import { indexForSearch, prepareConformance } from "./Conformance.ts"
 import { makePeerList } from "../http/ClientAddress.ts"
 import { cachedProbe, Readiness, Reasons } from "../http/Readiness.ts"
@@ -84,6 +85,8 @@ export const start = (config: AppConfig) =>
     const indexing = yield* Layer.buildWithScope(Layer.provide(backfillLayer(), Layer.succeedContext(store)), databaseScope)
     const backfill = Context.get(indexing, Backfill)
     yield* indexForSearch(catalog).pipe(Effect.provide(indexing))
+    // After the first indexing, so that its first refresh sees the index it plans searches over.
+    yield* Layer.buildWithScope(Layer.provide(statisticsLayer(), Layer.succeedContext(store)), databaseScope)
     const reload = yield* Layer.buildWithScope(
       Layer.provide(catalogReloadLayer, Layer.succeedContext(Context.mergeAll(store, catalogContext, indexing))),
       databaseScope

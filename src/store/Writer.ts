@@ -43,6 +43,11 @@ export class Writer extends Context.Tag("svc/store/Writer")<Writer, {
   readonly lastCommitTs: Effect.Effect<number>
   /** Commits since the process started. */
   readonly commits: Effect.Effect<number>
+  /**
+   * Runs `f` on the writer connection with no commit running and none starting until it ends, outside any
+   * transaction and without a commit timestamp: maintenance such as refreshing the planner's statistics.
+   */
+  readonly exclusive: <A, E, R>(f: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }>() {}
 
 /** The next timestamp: the clock's microseconds, or one past the last when the clock has not moved on. */
@@ -84,7 +89,8 @@ export const make = Effect.gen(function*() {
     committed,
     lastPublishedTs: Ref.get(published),
     lastCommitTs: Ref.get(last),
-    commits: Ref.get(count)
+    commits: Ref.get(count),
+    exclusive: (f) => lock.withPermits(1)(f)
   })
 })
 

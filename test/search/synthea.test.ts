@@ -309,6 +309,49 @@ for (const backend of backendsUnderTest) {
           yield* expectExactly("Observation", "subject=Patient/no-such-patient", [])
         }), 300_000)
 
+      it.effect("chains and _has: Observations by their patient's name, Patients by their Observations' codes", () =>
+        Effect.gen(function*() {
+          const anyPart = (prefix: string) => (p: Record<string, any>) =>
+            (p["name"] ?? []).some((name: Record<string, any>) =>
+              [name["text"], name["family"], ...(name["given"] ?? []), ...(name["prefix"] ?? []), ...(name["suffix"] ?? [])]
+                .some((part) => typeof part === "string" && normalized(part).startsWith(normalized(prefix))))
+          const patientsNamed = (prefix: string) => new Set(expected("Patient", anyPart(prefix)).map((id) => `Patient/${id}`))
+          const families = all("Patient").map(({ resource }) => resource["name"][0]["family"] as string)
+          for (const family of [families[0]!, families[30]!, "mc", "zzz"]) {
+            const named = patientsNamed(family)
+            if (family !== "zzz") expect([family, named.size > 0]).toEqual([family, true])
+            const observations = expected("Observation", (o) => named.has(o.subject?.reference))
+            yield* expectExactly("Observation", `patient.name=${encodeURIComponent(family)}`, observations)
+            yield* expectExactly("Observation", `subject:Patient.name=${encodeURIComponent(family)}`, observations)
+          }
+          // Two levels: Observations whose Encounter's service provider has a name.
+          const encountersAt = (name: string) => new Set(all("Encounter")
+            .filter(({ resource }) => {
+              const org = all("Organization").find((o) => `Organization/${o.id}` === resource["serviceProvider"]?.reference)
+              return org !== undefined && normalized(org.resource["name"] ?? "").startsWith(normalized(name))
+            })
+            .map(({ id }) => `Encounter/${id}`))
+          const provider = all("Organization")[0]!.resource["name"] as string
+          const atProvider = encountersAt(provider)
+          expect(atProvider.size).toBeGreaterThan(0)
+          yield* expectExactly("Observation", `encounter.service-provider.name=${encodeURIComponent(provider)}`,
+            expected("Observation", (o) => atProvider.has(o.encounter?.reference)))
+
+          // `_has`: the patients with an Observation of a code, alone and with a normal parameter.
+          const withCode = (code: string) => new Set(all("Observation")
+            .filter(({ resource }) => hasCoding(resource["code"], undefined, code))
+            .map(({ resource }) => resource["subject"]?.reference as string))
+          const codes = [bodyHeight, "2885-2", "33914-3", "no-such-code"]
+          for (const code of codes) {
+            const subjects = withCode(code)
+            const patients = expected("Patient", (p) => subjects.has(`Patient/${p.id}`))
+            if (code !== "no-such-code") expect([code, patients.length > 0]).toEqual([code, true])
+            yield* expectExactly("Patient", `_has:Observation:patient:code=${code}`, patients)
+            yield* expectExactly("Patient", `_has:Observation:patient:code=${code}&gender=female`,
+              expected("Patient", (p) => subjects.has(`Patient/${p.id}`) && p.gender === "female"))
+          }
+        }), 300_000)
+
       it.effect("quantity: body weight above 80 kg, asked in kg and in g", () =>
         Effect.gen(function*() {
           const weight = (o: Record<string, any>) => hasCoding(o.code, loinc, bodyWeight) ? o.valueQuantity : undefined

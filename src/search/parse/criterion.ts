@@ -33,7 +33,10 @@ const leadingCode = (key: string): string => /^[^:.]*/.exec(key)?.[0] ?? key
 /** Whether `key` can be read against `type`: its leading code is a parameter of the type (or `_has`). */
 const defines = (catalog: Catalog, type: string, key: string): boolean => {
   const code = leadingCode(key)
-  return code === "_has" || lookupParameter(catalog, type, code) !== undefined
+  if (code !== "_has") return lookupParameter(catalog, type, code) !== undefined
+  const [, sourceType = "", sourceCode = ""] = key.split(":")
+  const param = catalog.searchParameter(sourceType, sourceCode)
+  return param !== undefined && param.type === "reference" && targetTypes(catalog, param).includes(type)
 }
 
 export const isProblems = (read: Criterion | ReadonlyArray<Problem>): read is ReadonlyArray<Problem> => Array.isArray(read)

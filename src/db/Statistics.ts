@@ -1,0 +1,79 @@
+/**
+ * The query planner's statistics, kept fresh by the server itself (docs/database.md, "Planner statistics").
+ * Both databases plan joins from statistics about the tables; without them a search that follows references
+ * (a chain, `_has`) can be planned as nested loops over every row and take minutes instead of milliseconds.
+ * Postgres gathers them with autovacuum only where it is on; SQLite only when asked. So the server refreshes
+ * them once at start and again in the background whenever the resources written since the last refresh
+ * exceed a share of what was there (Postgres's autovacuum rule, in resources rather than rows).
+ */
+import type { SqlError } from "@effect/sql/SqlError"
+import { Context, Effect, Layer, PubSub, Queue, Ref, SubscriptionRef } from "effect"
+import { Writer } from "../store/Writer.ts"
+import { Database } from "./Database.ts"
+
+export interface StatisticsOptions {
+  /** Changes that always ask for a refresh, however small the database. */
+  readonly base: number
+  /** The share of the resources at the last refresh that asks for one. */
+  readonly fraction: number
+}
+
+export const defaultStatisticsOptions: StatisticsOptions = { base: 1000, fraction: 0.1 }
+
+export class Statistics extends Context.Tag("svc/db/Statistics")<Statistics, {
+  /** Refreshes the statistics now, with the writer held (SQLite writes them into the file). */
+  readonly refresh: Effect.Effect<void, SqlError>
+  /** Refreshes done since start, as it changes: a test or a status page can follow it. */
+  readonly refreshes: SubscriptionRef.SubscriptionRef<number>
+}>() {}
+
+/** SQLite reads at most this many index entries per index: approximate, and quick on a large file. */
+const sqliteAnalysisLimit = 1000
+
+export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
+  Effect.gen(function*() {
+    const db = yield* Database
+    const writer = yield* Writer
+    const sql = db.writer
+    const refreshes = yield* SubscriptionRef.make(0)
+    const countResources = Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources`, (rows) => Number(rows[0]?.n ?? 0))
+    const analyze = db.dialect === "pg"
+      // Postgres samples each table, and ANALYZE takes no lock that blocks reads or writes.
+      ? sql`ANALYZE`.pipe(Effect.asVoid)
+      : writer.exclusive(Effect.zipRight(sql.unsafe(`PRAGMA analysis_limit = ${sqliteAnalysisLimit}`), sql`ANALYZE`).pipe(Effect.asVoid))
+    const sinceRefresh = yield* Ref.make(0)
+    const atRefresh = yield* Ref.make(0)
+    const refresh = Effect.gen(function*() {
+      yield* Ref.set(sinceRefresh, 0)
+      yield* analyze
+      yield* Ref.set(atRefresh, yield* countResources)
+      yield* SubscriptionRef.update(refreshes, (n) => n + 1)
+    }).pipe(Effect.withSpan("Statistics.refresh"))
+
+    // One refresh at a time: a request made while one runs is served by the next.
+    const wanted = yield* Queue.sliding<void>(1)
+    yield* Queue.take(wanted).pipe(
+      Effect.zipRight(refresh.pipe(Effect.catchAllCause((cause) => Effect.logWarning("refreshing the planner statistics failed", cause)))),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    const changes = yield* PubSub.subscribe(writer.committed)
+    yield* Queue.take(changes).pipe(
+      Effect.flatMap(({ changes }) =>
+        Effect.gen(function*() {
+          const since = yield* Ref.updateAndGet(sinceRefresh, (n) => n + changes.length)
+          const size = yield* Ref.get(atRefresh)
+          if (since >= options.base + options.fraction * size) {
+            yield* Ref.set(sinceRefresh, 0)
+            yield* Queue.offer(wanted, undefined)
+          }
+        })),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    yield* Queue.offer(wanted, undefined)
+    return Statistics.of({ refresh, refreshes })
+  })
+
+/** Needs the Database and the Writer; refreshes once at start, in the background. */
+export const layer = (options: StatisticsOptions = defaultStatisticsOptions) => Layer.scoped(Statistics, make(options))

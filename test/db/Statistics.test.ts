@@ -1,0 +1,66 @@
+/**
+ * The planner statistics refresh themselves: once at start, then after enough writes, in the background,
+ * on every backend. Followed through `refreshes` (no waiting on the clock).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Stream, SubscriptionRef } from "effect"
+import { Database } from "../../src/db/Database.ts"
+import { layer as statisticsLayer, Statistics } from "../../src/db/Statistics.ts"
+import { Writer } from "../../src/store/Writer.ts"
+import { backends } from "../support/backends.ts"
+import { withStore } from "../support/store.ts"
+
+/** Waits until `refreshes` has reached `n`. */
+const refreshed = (n: number) =>
+  Effect.flatMap(Statistics, ({ refreshes }) =>
+    refreshes.changes.pipe(Stream.filter((done) => done >= n), Stream.take(1), Stream.runDrain))
+
+/** One commit that records `n` changes (the rows themselves do not matter to the counting). */
+const commitChanges = (n: number, from: number) =>
+  Effect.flatMap(Writer, (writer) =>
+    writer.commit(({ commitTs, record }) =>
+      Effect.gen(function*() {
+        const sql = (yield* Database).writer
+        for (let i = 0; i < n; i++) {
+          const id = `s${from + i}`
+          yield* sql`INSERT INTO resources (type, id, version, commit_ts) VALUES ('Basic', ${id}, 1, ${commitTs})`
+          record({ type: "Basic", id, version: 1, op: "create" })
+        }
+      })))
+
+/** Whether the database holds planner statistics for the resources table. */
+const hasStatistics = Effect.gen(function*() {
+  const db = yield* Database
+  if (db.dialect === "pg") {
+    const rows = yield* db.writer<{ readonly n: number | string }>`SELECT reltuples AS n FROM pg_class WHERE relname = 'resources'`
+    return Number(rows[0]?.n) >= 0
+  }
+  const rows = yield* db.writer<{ readonly n: number | string }>`SELECT count(*) AS n FROM sqlite_stat1 WHERE tbl = 'resources'`
+  return Number(rows[0]?.n) > 0
+})
+
+describe("planner statistics", () => {
+  for (const backend of backends) {
+    it.scoped.skipIf(backend.skip)(`${backend.kind}: refreshed at start, then after base + 10% of the resources changed`, () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        yield* commitChanges(5, 0)
+        const statistics = yield* Layer.build(statisticsLayer({ base: 10, fraction: 0.1 }))
+        yield* Effect.gen(function*() {
+          const { refreshes } = yield* Statistics
+          yield* refreshed(1)
+          expect(yield* hasStatistics).toBe(true)
+          // 5 resources at the first refresh: the next comes after 10 + 0.5 changes, not before.
+          yield* commitChanges(10, 100)
+          expect(yield* SubscriptionRef.get(refreshes)).toBe(1)
+          yield* commitChanges(1, 200)
+          yield* refreshed(2)
+          // The count starts again from the refresh.
+          yield* commitChanges(3, 300)
+          expect(yield* SubscriptionRef.get(refreshes)).toBe(2)
+          // An explicit refresh works too.
+          yield* (yield* Statistics).refresh
+          expect(yield* SubscriptionRef.get(refreshes)).toBe(3)
+        }).pipe(Effect.provide(statistics))
+      })), 60_000)
+  }
+})
