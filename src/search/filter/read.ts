@@ -19,10 +19,12 @@ import {
   type Problem,
   type Value
 } from "../parse/SearchRequest.ts"
+import { unescape } from "../parse/escape.ts"
 import { readValue } from "../parse/values.ts"
 import { type FilterSyntax, type FilterValue, isSyntaxProblem, parseFilter, type PathStep } from "./parse.ts"
 
 type Read = FilterExpr | ReadonlyArray<Problem>
+const tooLarge = "a smaller expression"
 const isProblems = (read: Read): read is ReadonlyArray<Problem> => Array.isArray(read)
 
 interface Context {
@@ -30,13 +32,20 @@ interface Context {
   /** The whole `_filter` text: what every problem names. */
   readonly expression: string
   readonly depth: number
+  /** Comparisons still to be read: a path through references with several targets reads its rest once per target. */
+  readonly budget: { left: number }
 }
+
+/** Comparisons one `_filter` may read into, over every target of its paths. */
+export const maxReadComparisons = 1000
 
 /** `_filter=text` on `type`: the expression, or every problem found in it. */
 export const readFilter = (type: string, text: string, catalog: Catalog): Read => {
   const syntax = parseFilter(text)
   if (isSyntaxProblem(syntax)) return [syntax]
-  return translate(type, syntax, { catalog, expression: text, depth: 0 })
+  const read = translate(type, syntax, { catalog, expression: text, depth: 0, budget: { left: maxReadComparisons } })
+  if (isProblems(read) && read.some((problem) => problem.expected === tooLarge)) return read.filter((problem) => problem.expected === tooLarge).slice(0, 1)
+  return read
 }
 
 const translate = (type: string, syntax: FilterSyntax, ctx: Context): Read => {
@@ -222,6 +231,9 @@ const readComparison = (type: string, step: PathStep, comparison: Comparison, ct
   const { catalog } = ctx
   const code = step.name
   const { operator, value } = comparison
+  if (--ctx.budget.left < 0) {
+    return [filterProblem(ctx.expression, step.at, tooLarge, `its paths read into more than ${maxReadComparisons} comparisons over the types they refer to`)]
+  }
   if (unsupportedCodes.has(code)) {
     return [filterProblem(ctx.expression, step.at, "a parameter this server supports", `the parameter '${code}' is not supported yet`, 501)]
   }
@@ -239,7 +251,7 @@ const readComparison = (type: string, step: PathStep, comparison: Comparison, ct
     return test(code, param, modifier, read)
   }
   const compare = (op: Extract<FilterExpr, { readonly kind: "compare" }>["operator"]): Read => {
-    if (kind === "string") return { kind: "compare", code, param, operator: op, value: { kind: "string", value: text } }
+    if (kind === "string") return { kind: "compare", code, param, operator: op, value: { kind: "string", value: unescape(text) } }
     const read = readValue({ key: code, param, modifier: undefined, catalog }, `eq${text}`)
     if ("message" in read) return [inFilter(ctx, value, code, kind, read, `eq${text}`)]
     if (read.kind !== "number" && read.kind !== "date") return [unreadable(ctx, value, code, expectedValue[kind] ?? kind)]

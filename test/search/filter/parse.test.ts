@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest"
 import { type FilterSyntax, maxComparisons, maxNesting, parseFilter } from "../../../src/search/filter/parse.ts"
 import type { Catalog } from "../../../src/catalog/Catalog.ts"
+import { maxReadComparisons } from "../../../src/search/filter/read.ts"
 import type { FilterExpr, Problem } from "../../../src/search/parse/SearchRequest.ts"
 import { accepted, catalogTests, refused } from "../parse/support.ts"
 
@@ -309,6 +310,16 @@ describe("_filter against the R4 catalog", () => {
     const [bare] = problems(c, "Provenance", "target re 123")
     expect(bare).toMatchObject({ parameter: "_filter", status: 400, canSetAside: false })
     expect(bare?.message).toContain("Type/id")
+  })
+
+  withCatalog("a path over many target types reads at most maxReadComparisons comparisons: past that it is a 400", (c) => {
+    // Provenance.target refers to any type: the bracketed filter is read once per type that has `name`.
+    const names = Array.from({ length: 90 }, (_, i) => `name eq n${i}`).join(" or ")
+    const [tooMany, ...others] = problems(c, "Provenance", `target[${names}] pr true`)
+    expect(others).toHaveLength(0)
+    expect(tooMany).toMatchObject({ parameter: "_filter", status: 400 })
+    expect(tooMany?.message).toContain(`more than ${maxReadComparisons} comparisons`)
+    expect(read(c, "Provenance", `target[name eq n0 or name eq n1] pr true`)).toMatchObject({ kind: "chain" })
   })
 
   withCatalog("_filter takes no modifier, and handling=lenient sets an unreadable _filter aside whole", (c) => {
