@@ -76,7 +76,7 @@ type Comparison = Extract<FilterSyntax, { readonly kind: "compare" }>
 const operatorsFor: Readonly<Record<string, ReadonlyArray<FilterOperator>>> = {
   string: ["eq", "ne", "co", "sw", "ew", "gt", "lt", "ge", "le", "pr"],
   token: ["eq", "ne", "ss", "sb", "in", "ni", "pr"],
-  id: ["eq", "ne", "pr"],
+  id: ["eq", "ne"],
   uri: ["eq", "ne", "ss", "sb", "pr"],
   reference: ["re", "pr"],
   date: ["eq", "ne", "gt", "lt", "ge", "le", "sa", "eb", "ap", "co", "po", "pr"],
