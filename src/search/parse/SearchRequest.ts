@@ -137,14 +137,40 @@ export interface HasClause {
 /** One criterion of a search: a parameter on the searched type, a chain or a reverse chain. */
 export type Criterion = Clause | ChainClause | HasClause
 
+/** The comparison operators of `_filter` (https://hl7.org/fhir/R4/search_filter.html#ops). */
+export type FilterOperator =
+  | "eq" | "ne" | "co" | "sw" | "ew" | "gt" | "lt" | "ge" | "le" | "sa" | "eb" | "ap" | "pr" | "po" | "ss" | "sb" | "in" | "ni" | "re"
+export const filterOperators: ReadonlyArray<FilterOperator> =
+  ["eq", "ne", "co", "sw", "ew", "gt", "lt", "ge", "le", "sa", "eb", "ap", "pr", "po", "ss", "sb", "in", "ni", "re"]
+
+/**
+ * A comparison of `_filter` that no parameter, prefix or modifier of plain search expresses: on strings
+ * `eq` (the whole value), `ew`, `gt` `lt` `ge` `le`; on numbers and dates `co`; on dates `po`.
+ */
+export interface FilterCompare {
+  readonly kind: "compare"
+  readonly code: string
+  readonly param: Parameter
+  readonly operator: "eq" | "ew" | "gt" | "lt" | "ge" | "le" | "co" | "po"
+  readonly value: StringValue | NumberValue | DateValue
+}
+
 /**
  * A `_filter` expression (https://hl7.org/fhir/R4/search_filter.html): each test is the criterion its
- * comparison reads as; `and`, `or` and `not` combine them.
+ * comparison reads as; `and`, `or` and `not` combine them. A comparison plain search cannot say is a
+ * `compare`; a path through a reference whose target is itself filtered (`param[filter].rest`), or whose
+ * end is a `compare`, is a `chain` over the target types, each with the expression its targets must meet.
  */
 export type FilterExpr =
   | { readonly kind: "and" | "or"; readonly operands: ReadonlyArray<FilterExpr> }
   | { readonly kind: "not"; readonly operand: FilterExpr }
   | { readonly kind: "test"; readonly criterion: Criterion }
+  | FilterCompare
+  | {
+    readonly kind: "chain"
+    readonly param: SearchParameterDef
+    readonly targets: ReadonlyArray<{ readonly type: string; readonly inner: FilterExpr }>
+  }
 
 export interface SortKey { readonly code: string; readonly direction: "asc" | "desc"; readonly param: Parameter }
 
@@ -181,7 +207,7 @@ export interface SearchRequest {
 
 /**
  * Why a parameter is refused. `status` 400 for what the client got wrong, 501 for what this server does not
- * do yet (chains, `_has`, `_filter`); a response with both kinds is a 400.
+ * do yet; a response with both kinds is a 400.
  */
 export interface Problem {
   readonly parameter: string

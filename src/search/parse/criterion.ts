@@ -13,8 +13,8 @@ import { resultCodes } from "./result.ts"
 import { type Clause, type Criterion, isCommonCode, type Parameter, type Problem, type Value } from "./SearchRequest.ts"
 import { readValue } from "./values.ts"
 
-/** Defined by R4 but not supported in a criterion: a 501, never set aside. */
-const unsupportedCodes: ReadonlySet<string> = new Set(["_filter", "_query", "_contained", "_containedType", "_type"])
+/** Defined by R4 but not supported in a criterion: a 501, never set aside. (`_filter` is read by parseSearch.) */
+export const unsupportedCodes: ReadonlySet<string> = new Set(["_query", "_contained", "_containedType", "_type"])
 
 /** Chains and `_has` nest at most this deep. */
 export const maxDepth = 8

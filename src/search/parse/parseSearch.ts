@@ -1,14 +1,18 @@
 /**
  * A search query string read into a `SearchRequest`, or the problems that refuse it.
- * https://hl7.org/fhir/R4/search.html and the "Search rules" of the interface spec (rules 1-4, 6, 8).
+ * https://hl7.org/fhir/R4/search.html and the "Search rules" of the interface spec (rules 1-4, 6, 8);
+ * `_filter` is read by ../filter/read.ts.
  * docs/search.md gives the decisions taken here.
  */
 import { Either } from "effect"
 import type { Catalog } from "../../catalog/Catalog.ts"
 import { isEmpty, isProblems, lookupParameter, readCriterion } from "./criterion.ts"
-import { unknownType } from "./problems.ts"
+import { readFilter } from "../filter/read.ts"
+import { unknownModifier, unknownType } from "./problems.ts"
 import { emptyResult, readResult, resultCodes } from "./result.ts"
-import type { ChainClause, Clause, HasClause, Parameter, Problem, SearchRequest } from "./SearchRequest.ts"
+import type { ChainClause, Clause, FilterExpr, HasClause, Parameter, Problem, SearchRequest } from "./SearchRequest.ts"
+
+const isFilterProblems = (read: FilterExpr | ReadonlyArray<Problem>): read is ReadonlyArray<Problem> => Array.isArray(read)
 
 export type * from "./SearchRequest.ts"
 
@@ -34,6 +38,7 @@ export const parseSearch = (
 
   const clauses: Array<Clause> = []
   const links: Array<ChainClause | HasClause> = []
+  const filters: Array<FilterExpr> = []
   const refused: Array<Problem> = []
   const ignored: Array<Problem> = []
   const result = emptyResult()
@@ -48,6 +53,13 @@ export const parseSearch = (
     const colon = key.indexOf(":")
     const code = colon < 0 ? key : key.slice(0, colon)
     const modifierText = colon < 0 ? undefined : key.slice(colon + 1)
+    if (code === "_filter") {
+      // Each `_filter` is one expression, ANDed with the rest; any problem in it refuses (or sets aside) it whole.
+      const read = modifierText === undefined ? readFilter(type, value, catalog) : [unknownModifier(key, value, modifierText, [])]
+      if (isFilterProblems(read)) refuse(read)
+      else filters.push(read)
+      continue
+    }
     if (resultCodes.has(code)) {
       const problem = readResult(result, code, modifierText, key, value, type, catalog, lookup)
       if (problem !== undefined) refuse([problem])
@@ -65,7 +77,7 @@ export const parseSearch = (
     type,
     clauses,
     links,
-    filters: [],
+    filters,
     result: {
       sort: result.sort,
       count: result.count,

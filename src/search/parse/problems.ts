@@ -93,3 +93,45 @@ export const unknownType = (type: string): Problem => ({
   status: 400,
   canSetAside: false
 })
+
+/** Where `_filter` problems point: the character at `at` (0-based) as a 1-based position. */
+const position = (at: number) => `at position ${at + 1}`
+
+/** `_filter` text that does not follow the grammar. */
+export const filterSyntax = (expression: string, at: number, expected: string, found: string): Problem => ({
+  parameter: "_filter",
+  value: expression,
+  expected,
+  message: `The _filter expression '${expression}' cannot be read ${position(at)}: expected ${expected}, found ${found}`,
+  status: 400,
+  canSetAside: true
+})
+
+export const filterTooLarge = (expression: string, why: string): Problem => ({
+  parameter: "_filter",
+  value: expression,
+  expected: "a smaller expression",
+  message: `The _filter expression '${expression}' is too large: ${why}`,
+  status: 400,
+  canSetAside: true
+})
+
+/** A comparison of `_filter` that cannot be used: an unknown parameter, an operator that does not apply, a bad path. */
+export const filterProblem = (expression: string, at: number, expected: string, why: string, status: 400 | 501 = 400): Problem => ({
+  parameter: "_filter",
+  value: expression,
+  expected,
+  message: `The _filter expression '${expression}' cannot be used ${position(at)}: ${why}`,
+  status,
+  canSetAside: status === 400
+})
+
+/** A value inside `_filter` that cannot be read for its parameter's type (spec Search rule 4). */
+export const filterUnreadable = (expression: string, at: number, code: string, value: string, expected: string): Problem => ({
+  parameter: "_filter",
+  value: expression,
+  expected,
+  message: `The value '${value}' of search parameter '${code}' in _filter '${expression}' ${position(at)} cannot be read: expected ${expected}`,
+  status: 400,
+  canSetAside: true
+})

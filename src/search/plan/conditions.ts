@@ -144,7 +144,7 @@ const nearCondition = (sql: SqlClient.SqlClient, value: NearValue, col: Column):
       + ((${lon} - ${value.longitude}) * ${x}) * ((${lon} - ${value.longitude}) * ${x}) <= ${metres * metres})`
 }
 
-const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`)
+export const escapeLike = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 
 const text = (sql: SqlClient.SqlClient, value: string): Fragment => sql`CAST(${value} AS TEXT)`

@@ -7,6 +7,7 @@ import type { Statement } from "@effect/sql"
 import { Clock, Effect } from "effect"
 import { type Criterion, parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
 import { clauseCondition, narrowsToType, selectivity } from "./conditions.ts"
+import { filteredCondition } from "./filter.ts"
 import { sortKey } from "./sort.ts"
 
 /**
@@ -61,7 +62,7 @@ export const criterionCondition = (sql: SqlClient.SqlClient, type: string, crite
 
 /** The condition on `r` for the current, undeleted resources the request matches. */
 export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest, now: number): Statement.Fragment =>
-  criteriaCondition(sql, request.type, [...request.clauses, ...request.links], now)
+  filteredCondition(sql, request.type, [...request.clauses, ...request.links], request.filters, now)
 
 /** `_sort` as ORDER BY (see sort.ts), always ending in the row key so that pages are stable. */
 export const orderBy = (sql: SqlClient.SqlClient, request: SearchRequest): Statement.Fragment =>
