@@ -63,6 +63,45 @@ export const familyPaths = async (url: string): Promise<Array<string>> => {
   return [...prefixes].sort().map((prefix) => `Patient?family=${encodeURIComponent(prefix)}`)
 }
 
+/** The family names loaded (each once), in name order. */
+const familyNames = async (url: string): Promise<Array<string>> => {
+  const response = await fetch(`${url}/fhir/Patient?_count=1000&_elements=name`, { headers: accept })
+  if (response.status !== 200) throw new Error(`GET /fhir/Patient answered ${response.status}`)
+  const bundle = (await response.json()) as { entry?: ReadonlyArray<{ resource: { name?: ReadonlyArray<{ family?: string }> } }> }
+  return [...new Set((bundle.entry ?? []).flatMap((entry) => (entry.resource.name ?? []).flatMap((name) => name.family ?? [])))].sort()
+}
+
+/** The ids of the patients loaded, by how many Observations they have, most first. */
+export const patientsBySize = async (url: string): Promise<Array<string>> => {
+  const response = await fetch(`${url}/fhir/Patient?_count=1000&_elements=id`, { headers: accept })
+  if (response.status !== 200) throw new Error(`GET /fhir/Patient answered ${response.status}`)
+  const bundle = (await response.json()) as { entry?: ReadonlyArray<{ resource: { id: string } }> }
+  const ids = (bundle.entry ?? []).map((entry) => entry.resource.id)
+  const sizes = new Map<string, number>()
+  for (const id of ids) sizes.set(id, await countOf(url, `Observation?patient=${id}`))
+  return ids.sort((a, b) => (sizes.get(b) ?? 0) - (sizes.get(a) ?? 0))
+}
+
+/** `Observation?patient.name=<family>`, over the family names loaded: a chain through the reference index. */
+export const chainPaths = async (url: string): Promise<Array<string>> =>
+  (await familyNames(url)).map((family) => `Observation?patient.name=${encodeURIComponent(family)}`)
+
+/** `Patient?_has:Observation:patient:code=<code>`, the common codes in turn: a reverse chain. */
+export const hasPaths = (): Array<string> => commonCodes.map((value) => `Patient?_has:Observation:patient:${code(value)}`)
+
+/** One patient's Encounters with their patient and the Observations made in them, patients in turn. */
+export const includePaths = async (url: string): Promise<Array<string>> =>
+  (await patientsBySize(url)).slice(0, 20).map((id) =>
+    `Encounter?patient=${id}&_include=Encounter:patient&_revinclude=Observation:encounter`)
+
+/** `Patient/<id>/$everything` for the patient with the most Observations, first page. */
+export const everythingPaths = async (url: string): Promise<Array<string>> => {
+  const path = `Patient/${(await patientsBySize(url))[0]}/$everything`
+  const response = await fetch(`${url}/fhir/${path}`, { headers: accept })
+  if (response.status !== 200) throw new Error(`GET /fhir/${path} answered ${response.status}: ${(await response.text()).slice(0, 300)}`)
+  return [path]
+}
+
 /** Every page of `Observation?status=final` by 100, in turn: offsets from the first page to the last. */
 export const pagedPaths = async (url: string, pageSize = 100): Promise<Array<string>> => {
   const total = await countOf(url, "Observation?status=final")

@@ -10,7 +10,7 @@ import { loadSynthea, runIngest } from "./ingest.ts"
 import type { Measurement } from "./load.ts"
 import { samplePatient } from "./patients.ts"
 import { rotation } from "./rotation.ts"
-import { familyPaths, pagedPaths, prepareSearch, tokenDatePaths, tokenPaths } from "./search.ts"
+import { chainPaths, everythingPaths, familyPaths, hasPaths, includePaths, pagedPaths, prepareSearch, tokenDatePaths, tokenPaths } from "./search.ts"
 
 /** The server a workload runs against, with the pool of Patient ids created on it beforehand. */
 export interface Target {
@@ -190,13 +190,52 @@ export const searchPaged: Workload = {
   prepare: async (target) => prepareSearch(target.url, await pagedPaths(target.url), 1)
 }
 
+export const searchChain: Workload = {
+  name: "search chained",
+  description: "GET /fhir/Observation?patient.name=<family>: each family name loaded, in turn, first page of 20",
+  connections: 8,
+  onFloor: false,
+  onSynthea: true,
+  goal: searchGoal,
+  prepare: async (target) => prepareSearch(target.url, await chainPaths(target.url))
+}
+
+export const searchHas: Workload = {
+  name: "search _has",
+  description: "GET /fhir/Patient?_has:Observation:patient:code=http://loinc.org|<code>: the five common codes in turn, first page of 20",
+  connections: 8,
+  onFloor: false,
+  onSynthea: true,
+  prepare: (target) => prepareSearch(target.url, hasPaths())
+}
+
+export const searchInclude: Workload = {
+  name: "search _include",
+  description: "GET /fhir/Encounter?patient=<id>&_include=Encounter:patient&_revinclude=Observation:encounter: the 20 largest patients in turn, first page of 20 with its includes",
+  connections: 8,
+  onFloor: false,
+  onSynthea: true,
+  prepare: async (target) => prepareSearch(target.url, await includePaths(target.url))
+}
+
+export const everything: Workload = {
+  name: "$everything",
+  description: "GET /fhir/Patient/<id>/$everything for the patient with the most Observations, first page",
+  connections: 8,
+  onFloor: false,
+  onSynthea: true,
+  goal: { maxMedianMs: 50 },
+  prepare: async (target) => prepareSearch(target.url, await everythingPaths(target.url), 0)
+}
+
 /**
  * In the order they run: reads come after creates so the pool and the table have grown a little.
  * The Synthea workloads run after the others, on their own server: the ingest first, then the
  * searches over what it loaded.
  */
 export const workloads: ReadonlyArray<Workload> = [
-  create, readById, update, ingestOne, ingestFour, searchToken, searchTokenDate, searchString, searchPaged
+  create, readById, update, ingestOne, ingestFour, searchToken, searchTokenDate, searchString, searchPaged,
+  searchChain, searchHas, searchInclude, everything
 ]
 
 /** Whether a workload runs on the svc with the real R4 packages and the Synthea data. */
