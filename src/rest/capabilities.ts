@@ -14,6 +14,19 @@ export const searchDocumentation = [
   `Paging: _count defaults to 20 and is at most ${maxCount}. Request bodies are limited to server.max_body_bytes (16 MiB by default).`
 ].join("\n")
 
+/**
+ * `searchInclude` and `searchRevInclude` of `type`: `*` and `type:param` for its own reference parameters,
+ * and `Source:param` for each reference parameter that can point at it (one listing `Resource` points at
+ * any type, one listing no target at none). Computed once per catalog generation, with the rest.
+ */
+const includesOf = (catalog: Catalog, type: string) => {
+  const references = (source: string) => [...catalog.searchParameters(source).values()].filter((param) => param.type === "reference")
+  const own = references(type).map((param) => `${type}:${param.code}`).sort()
+  const reverse = catalog.resourceTypes.flatMap((source) =>
+    references(source).filter((param) => param.target.includes(type) || param.target.includes("Resource")).map((param) => `${source}:${param.code}`)).sort()
+  return { ...(own.length > 0 ? { searchInclude: ["*", ...own] } : {}), ...(reverse.length > 0 ? { searchRevInclude: reverse } : {}) }
+}
+
 const interactions = ["read", "vread", "update", "patch", "delete", "history-instance", "history-type", "create"]
 
 /** The CapabilityStatement of this server for `catalog`, as JSON. */
@@ -41,7 +54,8 @@ export const capabilityStatement = (catalog: Catalog, options: { readonly base: 
       conditionalCreate: true,
       conditionalUpdate: true,
       conditionalDelete: "single",
-      operation: [{ name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" }]
+      operation: [{ name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" }],
+      ...includesOf(catalog, type)
       // searchParam is listed once the whole search is served.
     }))
   }]
