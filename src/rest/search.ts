@@ -1,7 +1,8 @@
 /**
  * search on one resource type (https://hl7.org/fhir/R4/search.html and the spec's Search rules):
  * `GET [base]/{type}?...` and `POST [base]/{type}/_search`. One SQL statement per page over the
- * index tables; unreadable values are a 400 unless `Prefer: handling=lenient`.
+ * index tables, and a few per `_include`/`_revinclude` rule (src/search/plan/include.ts); unreadable
+ * values are a 400 unless `Prefer: handling=lenient`.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -12,6 +13,7 @@ import { Database } from "../db/Database.ts"
 import { type Issue, operationOutcome } from "../http/OperationOutcome.ts"
 import { parseSearch } from "../search/parse/parseSearch.ts"
 import { parameterType, type SearchRequest } from "../search/parse/SearchRequest.ts"
+import { includedResources } from "../search/plan/include.ts"
 import { orderBy, whereCondition as where } from "../search/plan/query.ts"
 import { unsortable } from "../search/plan/sort.ts"
 import { bundleText } from "./bundleText.ts"
@@ -57,7 +59,6 @@ export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, type: st
       return yield* fail(status === 400 ? "invalid" : "not-supported", problems.map((problem) => problem.message).join("; "), status)
     }
     const query = parsed.right
-    if (query.result.include.length > 0 || query.result.revinclude.length > 0) return yield* notYet("_include and _revinclude")
     const unsorted = query.result.sort.find(unsortable)
     if (unsorted !== undefined) return yield* notYet(`_sort on the ${parameterType(unsorted.param)} parameter '${unsorted.code}'`)
     const summary = query.result.summary
@@ -71,21 +72,27 @@ export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, type: st
     const [rows, total] = yield* Effect.all([
       summary === "count"
         ? Effect.succeed([])
-        : sql<{ readonly id: string; readonly content: string }>`
-            SELECT r.id, v.content FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
+        : sql<{ readonly rkey: number | string; readonly id: string; readonly content: string }>`
+            SELECT r.rkey, r.id, v.content FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
             WHERE ${where(sql, query, now)} ORDER BY ${orderBy(sql, query)} LIMIT ${count + 1} OFFSET ${offset}`,
       wantTotal
         ? Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where(sql, query, now)}`, (r) => Number(r[0]?.n ?? 0))
         : Effect.succeed(undefined)
     ])
     const page = rows.slice(0, count)
+    const included = yield* includedResources(sql, page.map((row) => ({ rkey: Number(row.rkey), type, id: row.id })), query.result.include, query.result.revinclude)
+      .pipe(Effect.catchTag("TooManyIncluded", (error) => fail("too-costly", error.message, 400)))
     const link = (relation: string, at: number) => ({ relation, url: `${ctx.base}/${type}?${pageParams(ctx.params, query, at)}` })
     const links = [link("self", offset), link("first", 0)]
     if (rows.length > count) links.push(link("next", offset + count))
     if (offset > 0) links.push(link("previous", Math.max(0, offset - count)))
-    // Only the matches are shaped: the outcome entry, and included resources once they exist, stay whole.
-    const entries = page.map((row) =>
-      `{"fullUrl":${JSON.stringify(`${ctx.base}/${type}/${row.id}`)},"resource":${shapeText(row.content, type, ctx.catalog, shape.right)},"search":{"mode":"match"}}`)
+    // Only the matches are shaped: included resources and the outcome entry stay whole.
+    const entries = [
+      ...page.map((row) =>
+        `{"fullUrl":${JSON.stringify(`${ctx.base}/${type}/${row.id}`)},"resource":${shapeText(row.content, type, ctx.catalog, shape.right)},"search":{"mode":"match"}}`),
+      ...included.map((resource) =>
+        `{"fullUrl":${JSON.stringify(`${ctx.base}/${resource.type}/${resource.id}`)},"resource":${resource.content},"search":{"mode":"include"}}`)
+    ]
     const warnings: Array<Issue> = [
       ...query.ignored.map((problem) => ({ severity: "warning" as const, code: "invalid" as const, diagnostics: `${problem.message} (set aside)` })),
       ...(ctx.warnings ?? []).map((diagnostics) => ({ severity: "warning" as const, code: "informational" as const, diagnostics }))

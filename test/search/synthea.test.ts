@@ -405,6 +405,56 @@ for (const backend of backendsUnderTest) {
             .toBe(expected("Observation", (o) => hasCoding(o.code, loinc, bodyWeight)).length)
           expect(yield* countOf("Observation", "code=no-such-code")).toBe(0)
         }), 300_000)
+
+      it.effect("_include and _revinclude: every Encounter once as a match, each page with its matches' patients and the Observations of its encounters", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const observationsOf = new Map<string, Array<string>>()
+          for (const { id, resource } of all("Observation")) {
+            const encounter = resource["encounter"]?.reference
+            if (typeof encounter === "string") observationsOf.set(encounter, [...(observationsOf.get(encounter) ?? []), `Observation/${id}`])
+          }
+          const patientOf = new Map(all("Encounter").map(({ id, resource }) => [id, resource["subject"]?.reference as string | undefined]))
+          const matched = new Map<string, number>()
+          let observationsIncluded = 0
+          let next: string | undefined = `${base}/Encounter?_include=Encounter:patient&_revinclude=Observation:encounter&_count=200`
+          let pages = 0
+          while (next !== undefined) {
+            const reply: Reply = yield* call("GET", next)
+            expect([next, reply.status, reply.status === 200 ? "" : reply.text.slice(0, 500)]).toEqual([next, 200, ""])
+            const entries: ReadonlyArray<any> = reply.json.entry ?? []
+            expect(entries.filter((entry) => entry.search?.mode !== "match" && entry.search?.mode !== "include")).toEqual([])
+            const matches = entries.filter((entry) => entry.search.mode === "match").map((entry) => entry.resource)
+            const included = entries.filter((entry) => entry.search.mode === "include").map((entry) => `${entry.resource.resourceType}/${entry.resource.id}`)
+            expect(matches.every((resource) => resource.resourceType === "Encounter")).toBe(true)
+            for (const { id } of matches) matched.set(id, (matched.get(id) ?? 0) + 1)
+            // The page's own includes: each once, none of them a match of the page.
+            const want = new Set<string>()
+            for (const { id } of matches) {
+              const patient = patientOf.get(id)
+              if (patient?.startsWith("Patient/")) want.add(patient)
+              for (const observation of observationsOf.get(`Encounter/${id}`) ?? []) want.add(observation)
+            }
+            const got = new Set(included)
+            const twice = included.filter((reference, index) => included.indexOf(reference) !== index)
+            const missing = [...want].filter((reference) => !got.has(reference))
+            const unexpected = included.filter((reference) => !want.has(reference))
+            expect([pages, firstOf(twice), firstOf(missing), firstOf(unexpected)]).toEqual([pages, [], [], []])
+            expect(matches.filter(({ id }) => got.has(`Encounter/${id}`))).toEqual([])
+            observationsIncluded += included.filter((reference) => reference.startsWith("Observation/")).length
+            next = (reply.json.link ?? []).find((link: any) => link.relation === "next")?.url
+            pages++
+            expect(pages).toBeLessThan(1000)
+          }
+          // Every Encounter exactly once; every Observation of an encounter on the one page of its encounter.
+          const encounters = all("Encounter").map(({ id }) => id)
+          expect(encounters.length).toBeGreaterThan(200)
+          expect([matched.size, firstOf([...matched].filter(([, n]) => n !== 1).map(([id]) => id))]).toEqual([encounters.length, []])
+          expect(firstOf(encounters.filter((id) => !matched.has(id)))).toEqual([])
+          const ofEncounters = [...observationsOf].filter(([encounter]) => encounter.startsWith("Encounter/")).reduce((n, [, list]) => n + list.length, 0)
+          expect(ofEncounters).toBeGreaterThan(1000)
+          expect(observationsIncluded).toBe(ofEncounters)
+        }), 600_000)
     })
   })
 }
