@@ -75,7 +75,7 @@ export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: s
     const offset = query.result.offset ?? 0
     const wantTotal = summary === "count" || query.result.total === "accurate" || query.result.total === "estimate"
     const now = yield* Clock.currentTimeMillis
-    const where = scopeCondition(sql, query, now, ctx.condition === undefined ? [] : [ctx.condition])
+    const where = scopeCondition(sql, query, now, ctx.condition)
     const [rows, total] = yield* Effect.all([
       summary === "count"
         ? Effect.succeed([])

@@ -2,8 +2,10 @@
  * A search over one type or several (parse/parseScope.ts) as the WHERE condition and ORDER BY of one
  * statement on `r` (the resources table). One type is planned as `whereCondition` plans it. Several
  * types whose criteria are all common parameters (which read alike on every type) share one condition
- * with the types as an `IN` list; otherwise each type's condition is ORed. `extra` conditions on `r`
- * (a compartment, a token's restriction) are ANDed with the whole.
+ * with the types as an `IN` list; otherwise each type's condition is ORed. A `condition` on `r` (a
+ * compartment, a token's restriction) is ANDed with the whole and drives: it is the list the database
+ * starts from, every criterion being checked per candidate (SQLite, which has no statistics here, would
+ * otherwise start from every resource of the type).
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
@@ -32,26 +34,21 @@ const listCondition = (sql: SqlClient.SqlClient, clause: Clause): Fragment => {
 const anyTypeCondition = (sql: SqlClient.SqlClient, clause: Clause, now: number): Fragment =>
   clause.code === "_list" ? listCondition(sql, clause) : clauseCondition(sql, "", clause, parameterType(clause.param), now, false)
 
-export const scopeCondition = (
-  sql: SqlClient.SqlClient,
-  search: ScopedSearch,
-  now: number,
-  extra: ReadonlyArray<Fragment> = []
-): Fragment => {
+export const scopeCondition = (sql: SqlClient.SqlClient, search: ScopedSearch, now: number, condition?: Fragment): Fragment => {
   const { types, requests } = search
   const [first] = requests
   if (first === undefined) return sql`1 = 0`
-  if (types?.length === 1) return extra.length === 0 ? whereCondition(sql, first, now) : sql.and([whereCondition(sql, first, now), ...extra])
+  if (types?.length === 1) return whereCondition(sql, first, now, condition)
   if (types === undefined || requests.every(commonOnly)) {
     return sql.and([
+      ...(condition === undefined ? [] : [condition]),
       ...(types === undefined ? [] : [sql.in("r.type", types)]),
       sql`NOT r.deleted`,
-      ...first.clauses.map((clause) => anyTypeCondition(sql, clause, now)),
-      ...extra
+      ...first.clauses.map((clause) => anyTypeCondition(sql, clause, now))
     ])
   }
-  const each = requests.map((request) => sql.and([sql`r.type = ${request.type}`, whereCondition(sql, request, now)]))
-  return sql.and([sql.or(each), ...extra])
+  if (condition === undefined) return sql.or(requests.map((request) => sql.and([sql`r.type = ${request.type}`, whereCondition(sql, request, now)])))
+  return sql.and([condition, sql.or(requests.map((request) => whereCondition(sql, request, now, sql`r.type = ${request.type}`)))])
 }
 
 /** `_sort` as ORDER BY, ending in the row key so that pages are stable. */
