@@ -46,7 +46,7 @@ export const capabilityStatement = (catalog: Catalog, options: { readonly base: 
       conditionalDelete: "single",
       operation: [
         { name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" },
-        ...(everythingOperations[type] === undefined ? [] : [{ name: "everything", definition: everythingOperations[type] }])
+        ...(everythingOperations[type] === undefined || catalog.compartment(type) === undefined ? [] : [{ name: "everything", definition: everythingOperations[type] }])
       ]
       // searchParam is listed once the whole search is served.
     }))
