@@ -8,6 +8,8 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import { CatalogService } from "../catalog/CatalogService.ts"
 import { instantOf } from "../store/ResourceStore.ts"
 import { capabilityStatement } from "./capabilities.ts"
+import { compartmentSearch } from "./compartment.ts"
+import { everything, everythingOperations } from "./everything.ts"
 import { fail, FhirError } from "./FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
 import { negotiate } from "./Format.ts"
@@ -15,6 +17,7 @@ import { history } from "./history.ts"
 import { patch, patchWhere } from "./patch.ts"
 import { read, vread } from "./read.ts"
 import { bodyText, readResource } from "./RequestBody.ts"
+import type { SearchScope } from "../search/parse/parseScope.ts"
 import { search } from "./search.ts"
 import { processBundle } from "./bundle/Bundles.ts"
 import { basePath, baseUrl, RestSettings } from "./Rest.ts"
@@ -27,16 +30,31 @@ const notImplemented = (what: string) => Effect.fail(fail("not-supported", `${wh
 const methodNotAllowed = (method: string, path: string) =>
   Effect.fail(fail("not-supported", `${method} is not allowed on ${path}`, 405))
 
+const systemScope: SearchScope = { types: undefined, typeParameter: true }
+
+/** The form body and the URL's query together, as FHIR says of a POST `_search` (search.html#Introduction). */
+const postedParams = (request: FhirRequest) =>
+  Effect.map(bodyText(request.http, request.maxBodyBytes), (text) => {
+    const params = new URLSearchParams(request.params)
+    for (const [name, value] of new URLSearchParams(text)) params.append(name, value)
+    return params
+  })
+
+const searchPosted = (request: FhirRequest, scope: string | SearchScope) =>
+  Effect.flatMap(postedParams(request), (params) => search(request, scope, params))
+
 const route = (request: FhirRequest, segments: ReadonlyArray<string>, capabilities: (catalog: Catalog) => Effect.Effect<string>) => {
   const method = request.http.method === "HEAD" ? "GET" : request.http.method
   const path = `${basePath}/${segments.join("/")}`
   const [first, second, third, fourth, ...rest] = segments
   if (rest.length > 0) return Effect.fail(fail("not-found", `no route for ${path}`))
   if (first === undefined) {
-    if (method !== "POST") return method === "GET" ? notImplemented("search across resource types") : methodNotAllowed(method, path)
+    // A GET on the base is a search across types (search.html#searchall), `_type` naming them.
+    if (method !== "POST") return method === "GET" ? search(request, systemScope, request.params) : methodNotAllowed(method, path)
     return Effect.flatMap(readResource(request.http, request.maxBodyBytes, request.catalog), (body) =>
       processBundle(request, body, request.maxBundleEntries))
   }
+  if (first === "_search" && second === undefined) return method === "POST" ? searchPosted(request, systemScope) : methodNotAllowed(method, path)
   if (first === "metadata" && second === undefined) {
     return method === "GET"
       ? Effect.map(capabilities(request.catalog), (text) => resourceBody(text, request.negotiated, request.catalog))
@@ -46,6 +64,9 @@ const route = (request: FhirRequest, segments: ReadonlyArray<string>, capabiliti
   if (request.catalog.isResourceType(first) && fourth === undefined && (second === "$validate" || (third === "$validate" && second !== undefined))) {
     if (method !== "POST" && method !== "GET") return methodNotAllowed(method, path)
     return validateOperation(request, first, second === "$validate" ? undefined : second)
+  }
+  if (third === "$everything" && second !== undefined && fourth === undefined && everythingOperations[first] !== undefined) {
+    return method === "GET" || method === "POST" ? everything(request, first, second) : methodNotAllowed(method, path)
   }
   if (first.startsWith("$") || second?.startsWith("$") || third?.startsWith("$")) return notImplemented(`the operation in ${path}`)
   if (!request.catalog.isResourceType(first)) return Effect.fail(fail("not-found", `${first} is not a resource type this server knows`))
@@ -68,15 +89,7 @@ const route = (request: FhirRequest, segments: ReadonlyArray<string>, capabiliti
     }
   }
   if (second === "_history" && third === undefined) return method === "GET" ? history(request, { type }) : methodNotAllowed(method, path)
-  if (second === "_search" && third === undefined) {
-    if (method !== "POST") return methodNotAllowed(method, path)
-    return Effect.flatMap(bodyText(request.http, request.maxBodyBytes), (text) => {
-      // The form body and the URL's query together, as FHIR says (search.html#Introduction).
-      const params = new URLSearchParams(request.params)
-      for (const [name, value] of new URLSearchParams(text)) params.append(name, value)
-      return search(request, type, params)
-    })
-  }
+  if (second === "_search" && third === undefined) return method === "POST" ? searchPosted(request, type) : methodNotAllowed(method, path)
   const id = second
   if (third === undefined) {
     switch (method) {
@@ -96,7 +109,26 @@ const route = (request: FhirRequest, segments: ReadonlyArray<string>, capabiliti
     if (method !== "GET") return methodNotAllowed(method, path)
     return fourth === undefined ? history(request, { type, id }) : vread(request, type, id, fourth)
   }
+  // `[base]/{Compartment}/{id}/{type or *}` (search.html#compartments), and its POST `_search`.
+  if (fourth === undefined) return method === "GET" ? compartmentSearch(request, type, id, third, request.params) : methodNotAllowed(method, path)
+  if (fourth === "_search") {
+    return method === "POST"
+      ? Effect.flatMap(postedParams(request), (params) => compartmentSearch(request, type, id, third, params))
+      : methodNotAllowed(method, path)
+  }
   return Effect.fail(fail("not-found", `no route for ${path}`))
+}
+
+/** Whether the path is a search: on a type, across types, or in a compartment. */
+const isSearchPath = (catalog: Catalog, segments: ReadonlyArray<string>, method: string): boolean => {
+  const [first = "", , third] = segments
+  if (segments.length === 0) return method === "GET"
+  if (segments.length === 1 && first === "_search") return true
+  if (!catalog.isResourceType(first)) return false
+  if (segments.length === 1) return method === "GET"
+  if (segments.length === 2) return segments[1] === "_search"
+  const compartment = third !== undefined && third !== "_history" && !third.startsWith("$") && catalog.compartment(first) !== undefined
+  return compartment && (segments.length === 3 ? method === "GET" : segments[3] === "_search")
 }
 
 const decodeSegments = (path: string): ReadonlyArray<string> | FhirError => {
@@ -148,8 +180,7 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
         maxBundleEntries: options.maxBundleEntries
       }
       // Every search answer varies with Prefer (handling=lenient), errors included (spec: Search rules 6).
-      const isSearch = catalog.isResourceType(segments[0] ?? "") &&
-        ((segments.length === 1 && http.method === "GET") || (segments.length === 2 && segments[1] === "_search"))
+      const isSearch = isSearchPath(catalog, segments, http.method)
       return yield* route(request, segments, capabilities).pipe(
         Effect.catchTag("FhirError", (error) => Effect.succeed(errorResponse(error, negotiated, catalog))),
         Effect.catchTag("SqlError", (error) =>

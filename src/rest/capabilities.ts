@@ -4,6 +4,8 @@
  */
 import type { Catalog } from "../catalog/Catalog.ts"
 import { buildVersion } from "../version.ts"
+import { searchableCompartment } from "../search/plan/compartment.ts"
+import { everythingOperations } from "./everything.ts"
 import { maxCount } from "./history.ts"
 
 export const searchDocumentation = [
@@ -43,7 +45,8 @@ export const capabilityStatement = (catalog: Catalog, options: { readonly base: 
   rest: [{
     mode: "server",
     documentation: searchDocumentation,
-    interaction: [{ code: "transaction" }, { code: "batch" }, { code: "history-system" }],
+    interaction: [{ code: "transaction" }, { code: "batch" }, { code: "history-system" }, { code: "search-system" }],
+    compartment: catalog.compartments.filter((c) => searchableCompartment(catalog, c.code) !== undefined).map((c) => c.url),
     resource: catalog.resourceTypes.map((type) => ({
       type,
       ...(catalog.structureDefinitionForType(type)?.url ? { profile: catalog.structureDefinitionForType(type)!.url } : {}),
@@ -54,7 +57,10 @@ export const capabilityStatement = (catalog: Catalog, options: { readonly base: 
       conditionalCreate: true,
       conditionalUpdate: true,
       conditionalDelete: "single",
-      operation: [{ name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" }],
+      operation: [
+        { name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" },
+        ...(everythingOperations[type] === undefined || catalog.compartment(type) === undefined ? [] : [{ name: "everything", definition: everythingOperations[type] }])
+      ],
       ...includesOf(catalog, type)
       // searchParam is listed once the whole search is served.
     }))

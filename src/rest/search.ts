@@ -1,9 +1,11 @@
 /**
- * search on one resource type (https://hl7.org/fhir/R4/search.html and the spec's Search rules):
- * `GET [base]/{type}?...` and `POST [base]/{type}/_search`. One SQL statement per page over the
- * index tables, and a few per `_include`/`_revinclude` rule (src/search/plan/include.ts); unreadable
- * values are a 400 unless `Prefer: handling=lenient`.
+ * search (https://hl7.org/fhir/R4/search.html and the spec's Search rules): `GET [base]/{type}?...` and
+ * `POST [base]/{type}/_search` on one resource type; across types and in compartments (see `scope`)
+ * through the same searchset. One SQL statement per page over the index tables, and a few per
+ * `_include`/`_revinclude` rule (src/search/plan/include.ts); unreadable values are a 400 unless
+ * `Prefer: handling=lenient`.
  */
+import type { Statement } from "@effect/sql"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect, Either, Option } from "effect"
@@ -11,10 +13,10 @@ import { Backfill } from "../search/Backfill.ts"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { Database } from "../db/Database.ts"
 import { type Issue, operationOutcome } from "../http/OperationOutcome.ts"
-import { parseSearch } from "../search/parse/parseSearch.ts"
-import { parameterType, type SearchRequest } from "../search/parse/SearchRequest.ts"
+import { parseScoped, type SearchScope } from "../search/parse/parseScope.ts"
+import { parameterType, type Problem } from "../search/parse/SearchRequest.ts"
 import { includedResources } from "../search/plan/include.ts"
-import { orderBy, whereCondition as where } from "../search/plan/query.ts"
+import { scopeCondition, scopeOrder } from "../search/plan/scope.ts"
 import { unsortable } from "../search/plan/sort.ts"
 import { bundleText } from "./bundleText.ts"
 import { fail, type FhirError } from "./FhirError.ts"
@@ -25,7 +27,7 @@ import { shapeFor, shapeText } from "./shape.ts"
 const notYet = (what: string) => fail("not-supported", `${what} is not available in this build yet`, 501)
 
 /** The query string of a page link: the request's own parameters, less those set aside, at `offset`. */
-const pageParams = (params: URLSearchParams, request: SearchRequest, offset: number): string => {
+export const pageParams = (params: URLSearchParams, request: { readonly ignored: ReadonlyArray<Problem> }, offset: number): string => {
   const ignored = new Set(request.ignored.map((problem) => problem.parameter))
   const out = new URLSearchParams()
   for (const [name, value] of params) {
@@ -44,15 +46,20 @@ export interface SearchContext {
   readonly lenient: boolean
   /** Said in the outcome entry (search.mode `outcome`) with the warnings of what `lenient` set aside. */
   readonly warnings?: ReadonlyArray<string>
+  /** A further condition on `r` (the resources table), ANDed with the query's: a compartment, a token's restriction. */
+  readonly condition?: Statement.Fragment
+  /** The path under `[base]` that page links repeat: the type searched by default, e.g. `Patient/1/Observation`. */
+  readonly path?: string
 }
 
 /**
  * The searchset Bundle of `type?params` as JSON text, read with `sql`: a reader for `GET [base]/{type}`,
  * the Writer's connection for a search inside a batch or transaction (it sees the Bundle's own writes).
+ * `scope` instead of a type searches several types, or every type.
  */
-export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, type: string): Effect.Effect<string, FhirError | SqlError> =>
+export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: string | SearchScope): Effect.Effect<string, FhirError | SqlError> =>
   Effect.gen(function*() {
-    const parsed = parseSearch(type, ctx.params, ctx.catalog, { lenient: ctx.lenient })
+    const parsed = parseScoped(typeof scope === "string" ? { types: [scope], typeParameter: false } : scope, ctx.params, ctx.catalog, { lenient: ctx.lenient })
     if (Either.isLeft(parsed)) {
       const problems = parsed.left
       const status = problems.some((problem) => problem.status === 400) ? 400 : 501
@@ -69,27 +76,29 @@ export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, type: st
     const offset = query.result.offset ?? 0
     const wantTotal = summary === "count" || query.result.total === "accurate" || query.result.total === "estimate"
     const now = yield* Clock.currentTimeMillis
+    const where = scopeCondition(sql, query, now, ctx.condition)
     const [rows, total] = yield* Effect.all([
       summary === "count"
         ? Effect.succeed([])
-        : sql<{ readonly rkey: number | string; readonly id: string; readonly content: string }>`
-            SELECT r.rkey, r.id, v.content FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
-            WHERE ${where(sql, query, now)} ORDER BY ${orderBy(sql, query)} LIMIT ${count + 1} OFFSET ${offset}`,
+        : sql<{ readonly rkey: number | string; readonly type: string; readonly id: string; readonly content: string }>`
+            SELECT r.rkey, r.type, r.id, v.content FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
+            WHERE ${where} ORDER BY ${scopeOrder(sql, query)} LIMIT ${count + 1} OFFSET ${offset}`,
       wantTotal
-        ? Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where(sql, query, now)}`, (r) => Number(r[0]?.n ?? 0))
+        ? Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where}`, (r) => Number(r[0]?.n ?? 0))
         : Effect.succeed(undefined)
     ])
     const page = rows.slice(0, count)
-    const included = yield* includedResources(sql, page.map((row) => ({ rkey: Number(row.rkey), type, id: row.id })), query.result.include, query.result.revinclude)
+    const included = yield* includedResources(sql, page.map((row) => ({ rkey: Number(row.rkey), type: row.type, id: row.id })), query.result.include, query.result.revinclude)
       .pipe(Effect.catchTag("TooManyIncluded", (error) => fail("too-costly", error.message, 400)))
-    const link = (relation: string, at: number) => ({ relation, url: `${ctx.base}/${type}?${pageParams(ctx.params, query, at)}` })
+    const path = ctx.path ?? (typeof scope === "string" ? scope : "")
+    const link = (relation: string, at: number) => ({ relation, url: `${ctx.base}${path === "" ? "" : `/${path}`}?${pageParams(ctx.params, query, at)}` })
     const links = [link("self", offset), link("first", 0)]
     if (rows.length > count) links.push(link("next", offset + count))
     if (offset > 0) links.push(link("previous", Math.max(0, offset - count)))
     // Only the matches are shaped: included resources and the outcome entry stay whole.
     const entries = [
       ...page.map((row) =>
-        `{"fullUrl":${JSON.stringify(`${ctx.base}/${type}/${row.id}`)},"resource":${shapeText(row.content, type, ctx.catalog, shape.right)},"search":{"mode":"match"}}`),
+        `{"fullUrl":${JSON.stringify(`${ctx.base}/${row.type}/${row.id}`)},"resource":${shapeText(row.content, row.type, ctx.catalog, shape.right)},"search":{"mode":"match"}}`),
       ...included.map((resource) =>
         `{"fullUrl":${JSON.stringify(`${ctx.base}/${resource.type}/${resource.id}`)},"resource":${resource.content},"search":{"mode":"include"}}`)
     ]
@@ -101,23 +110,45 @@ export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, type: st
     return bundleText({ type: "searchset", total, link: links }, entries, now)
   })
 
-/** While the backfill rebuilds the index of `type`, a search on it may miss resources written before the change. */
-export const indexWarnings = (type: string) =>
+/**
+ * While the backfill rebuilds the index of a type, a search on it may miss resources written before the
+ * change: a warning for each type searched that is being rebuilt (`undefined`: every type).
+ */
+export const indexWarnings = (searched: string | ReadonlyArray<string> | undefined) =>
   Effect.gen(function*() {
     const backfill = yield* Effect.serviceOption(Backfill)
     if (Option.isNone(backfill)) return []
     const progress = yield* backfill.value.progress
-    if (!progress.running || !progress.types.includes(type)) return []
-    return [`The search index of ${type} is being rebuilt for changed search parameters (${progress.done} of ${progress.total} resources done): resources written before the change may be missing from these results`]
+    if (!progress.running) return []
+    const types = searched === undefined ? progress.types : progress.types.filter((type) => typeof searched === "string" ? type === searched : searched.includes(type))
+    const which = types.length === 1 ? types[0]! : types.length <= 6 ? types.join(", ") : `${types.slice(0, 6).join(", ")} and ${types.length - 6} more types`
+    return types.length === 0 ? [] : [`The search index of ${which} is being rebuilt for changed search parameters (${progress.done} of ${progress.total} resources done): resources written before the change may be missing from these results`]
   })
 
-/** `GET [base]/{type}?...` and `POST [base]/{type}/_search`, on a reader. */
-export const search = (request: FhirRequest, type: string, params: URLSearchParams) =>
+/**
+ * `GET [base]/{type}?...` and `POST [base]/{type}/_search`, on a reader; with a scope, a search across
+ * types or in a compartment (`condition` and `path` as in SearchContext).
+ */
+export const search = (
+  request: FhirRequest,
+  scope: string | SearchScope,
+  params: URLSearchParams,
+  options: { readonly condition?: (sql: SqlClient.SqlClient) => Statement.Fragment; readonly path?: string } = {}
+) =>
   Effect.gen(function*() {
     const lenient = /(^|[;,\s])handling\s*=\s*lenient/i.test(header(request, "prefer") ?? "")
     const db = yield* Database
-    const warnings = yield* indexWarnings(type)
-    const text = yield* db.withReader((sql) => searchset(sql, { catalog: request.catalog, base: request.base, params, lenient, warnings }, type))
+    const warnings = yield* indexWarnings(typeof scope === "string" ? scope : scope.types)
+    const text = yield* db.withReader((sql) =>
+      searchset(sql, {
+        catalog: request.catalog,
+        base: request.base,
+        params,
+        lenient,
+        warnings,
+        ...(options.condition === undefined ? {} : { condition: options.condition(sql) }),
+        ...(options.path === undefined ? {} : { path: options.path })
+      }, scope))
     const headers: Record<string, string> = { vary: "Prefer" }
     if (lenient) headers["preference-applied"] = "handling=lenient"
     return resourceBody(text, request.negotiated, request.catalog, { headers })

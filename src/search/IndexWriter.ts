@@ -1,5 +1,5 @@
 /**
- * Writes a resource version's search index rows (migration 0003) inside the Writer's transaction:
+ * Writes a resource version's search index rows (migrations 0003 and 0005) inside the Writer's transaction:
  * a new resource only inserts; an update replaces its rows; a delete removes them.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
@@ -10,7 +10,7 @@ import { words } from "./extract/values.ts"
 
 export const indexTables = [
   "search_token", "search_string", "search_date", "search_number", "search_quantity",
-  "search_reference", "search_uri", "search_composite", "search_near"
+  "search_reference", "search_uri", "search_composite", "search_near", "search_compartment"
 ] as const
 
 type Table = (typeof indexTables)[number]
@@ -60,6 +60,8 @@ const rowOf = (rkey: number, type: string, row: IndexRow): readonly [Table, Reco
       return ["search_composite", { ...base, parts: JSON.stringify(row.parts) }]
     case "near":
       return ["search_near", { ...base, latitude: row.latitude, longitude: row.longitude }]
+    case "compartment":
+      return ["search_compartment", { rkey, type, compartment: row.code, target_id: row.targetId }]
   }
 }
 

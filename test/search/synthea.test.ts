@@ -455,6 +455,89 @@ for (const backend of backendsUnderTest) {
           expect(ofEncounters).toBeGreaterThan(1000)
           expect(observationsIncluded).toBe(ofEncounters)
         }), 600_000)
+
+      it.effect("$everything for the patient with the most resources, and the patient's Observations by compartment", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          // The references that put a resource in the Patient compartment: R4's CompartmentDefinition-patient
+          // names the parameters, and these are their expressions, for the types Synthea writes.
+          const linking: Record<string, (r: Record<string, any>) => ReadonlyArray<any>> = {
+            Observation: (r) => [r.subject, ...(r.performer ?? [])],
+            Claim: (r) => [r.patient, r.payee?.party],
+            ExplanationOfBenefit: (r) => [r.patient, r.payee?.party],
+            Encounter: (r) => [r.subject],
+            Procedure: (r) => [r.subject, ...(r.performer ?? []).map((p: any) => p.actor)],
+            Immunization: (r) => [r.patient],
+            DiagnosticReport: (r) => [r.subject],
+            Condition: (r) => [r.subject, r.asserter],
+            MedicationRequest: (r) => [r.subject],
+            CarePlan: (r) => [r.subject, ...(r.activity ?? []).flatMap((a: any) => a.detail?.performer ?? [])],
+            Goal: (r) => [r.subject],
+            AllergyIntolerance: (r) => [r.patient, r.recorder, r.asserter],
+            ImagingStudy: (r) => [r.subject],
+            Patient: (r) => (r.link ?? []).map((l: any) => l.other)
+          }
+          const stored = [...loaded!.values()].flat()
+          const byRef = new Map(stored.map((s) => [`${s.type}/${s.id}`, s]))
+          const membersOf = (patient: string): Array<Stored> =>
+            stored.filter((s) => `${s.type}/${s.id}` === patient || (linking[s.type]?.(s.resource) ?? []).some((link) => link?.reference === patient))
+          /** Every `Type/id` a resource refers to, its contained resources aside. */
+          const referencesOf = (value: unknown, out: Set<string>): Set<string> => {
+            if (Array.isArray(value)) for (const item of value) referencesOf(item, out)
+            else if (typeof value === "object" && value !== null) {
+              for (const [key, child] of Object.entries(value)) {
+                if (key === "reference" && typeof child === "string" && byRef.has(child)) out.add(child)
+                else if (key !== "contained") referencesOf(child, out)
+              }
+            }
+            return out
+          }
+          const [patient, members] = all("Patient")
+            .map((p) => [`Patient/${p.id}`, membersOf(`Patient/${p.id}`)] as const)
+            .sort((a, b) => b[1].length - a[1].length)[0]!
+          const memberRefs = new Set(members.map((s) => `${s.type}/${s.id}`))
+          const referred = new Set<string>()
+          for (const member of members) referencesOf(member.resource, referred)
+          const want = new Set([...memberRefs, ...referred])
+          expect(members.length).toBeGreaterThan(300)
+          expect([...referred].some((r) => !memberRefs.has(r))).toBe(true)
+
+          const seen: Array<string> = []
+          let next: string | undefined = `${base}/${patient}/$everything?_count=200`
+          let total: number | undefined
+          let pages = 0
+          while (next !== undefined) {
+            const reply: Reply = yield* call("GET", next)
+            expect([next, reply.status, reply.status === 200 ? "" : reply.text.slice(0, 500)]).toEqual([next, 200, ""])
+            total ??= reply.json.total
+            for (const entry of reply.json.entry ?? []) {
+              const found = `${entry.resource.resourceType}/${entry.resource.id}`
+              seen.push(found)
+              expect([found, entry.search.mode]).toEqual([found, memberRefs.has(found) ? "match" : "include"])
+            }
+            next = (reply.json.link ?? []).find((link: any) => link.relation === "next")?.url
+            pages++
+            expect(pages).toBeLessThan(100)
+          }
+          const got = new Set(seen)
+          expect(firstOf(seen.filter((r, i) => seen.indexOf(r) !== i))).toEqual([])
+          expect([firstOf([...want].filter((r) => !got.has(r))), firstOf(seen.filter((r) => !want.has(r)))]).toEqual([[], []])
+          expect([pages > 1, total]).toEqual([true, want.size])
+
+          // The patient's Observations through the compartment, paged.
+          const observations = new Set(members.filter((s) => s.type === "Observation").map((s) => s.id))
+          const found: Array<string> = []
+          next = `${base}/${patient}/Observation?_count=100`
+          while (next !== undefined) {
+            const reply: Reply = yield* call("GET", next)
+            expect([next, reply.status]).toEqual([next, 200])
+            found.push(...(reply.json.entry ?? []).map((entry: any) => entry.resource.id as string))
+            next = (reply.json.link ?? []).find((link: any) => link.relation === "next")?.url
+            if (next !== undefined) expect(next.startsWith(`${base}/${patient}/Observation?`)).toBe(true)
+          }
+          expect(found.length).toBe(observations.size)
+          expect(new Set(found)).toEqual(observations)
+        }), 300_000)
     })
   })
 }

@@ -1,14 +1,16 @@
 /**
  * What a resource type's index rows depend on, as a fingerprint: its lineage and, for each of its search
- * parameters, what extraction reads (code, type, expression, components). A url or version that changes
- * alone does not change the rows, so it does not ask for a backfill.
+ * parameters, what extraction reads (code, type, expression, components), and the compartments it can be
+ * in with the parameters that put it there. A url or version that changes alone does not change the rows,
+ * so it does not ask for a backfill.
  */
 import * as Crypto from "node:crypto"
 import type { Catalog } from "../../catalog/Catalog.ts"
+import { compartmentFingerprint } from "../extract/compartments.ts"
 import { ancestorsOf } from "../extract/plan.ts"
 
-/** Raised when extraction itself changes in a way that needs every index row written again. */
-const extractionFormat = 1
+/** Raised when extraction itself changes in a way that needs every index row written again (2: compartment rows). */
+const extractionFormat = 2
 
 const hash = (text: string): string => Crypto.createHash("sha256").update(text).digest("hex").slice(0, 32)
 
@@ -24,7 +26,7 @@ const typeFingerprint = (catalog: Catalog, type: string): string => {
       })
     ])
   ).sort()
-  return hash(JSON.stringify([extractionFormat, ancestorsOf(catalog, type), parameters]))
+  return hash(JSON.stringify([extractionFormat, ancestorsOf(catalog, type), parameters, compartmentFingerprint(catalog, type)]))
 }
 
 /** The fingerprint of every resource type of the catalog. */

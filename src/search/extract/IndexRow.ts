@@ -12,6 +12,7 @@ export type IndexRow =
   | UriRow
   | CompositeRow
   | NearRow
+  | CompartmentRow
 
 export interface TokenRow {
   readonly kind: "token"
@@ -91,6 +92,17 @@ export interface NearRow {
   readonly code: string
   readonly latitude: number
   readonly longitude: number
+}
+
+/**
+ * Membership of a compartment (https://hl7.org/fhir/R4/compartmentdefinition.html): the resource is in
+ * `code/targetId`, `code` being the CompartmentDefinition's code. Derived from the reference rows (see
+ * `compartments.ts`), not from a search parameter of its own.
+ */
+export interface CompartmentRow {
+  readonly kind: "compartment"
+  readonly code: string
+  readonly targetId: string
 }
 
 /** What a value that could not be indexed is counted under. */

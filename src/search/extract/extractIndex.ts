@@ -2,9 +2,11 @@
  * The index values of one resource for every search parameter of its type.
  * https://hl7.org/fhir/R4/search.html — each parameter's FHIRPath expression is run with HL7's engine
  * (fhirpath.js) and each resulting element turned into rows by the parameter type (see `values.ts`).
- * Bad data never throws: a value that cannot be read is skipped and counted.
+ * Bad data never throws: a value that cannot be read is skipped and counted. The compartments the resource
+ * is in follow from its reference rows (`compartments.ts`).
  */
 import type { Catalog } from "../../catalog/Catalog.ts"
+import { compartmentRows } from "./compartments.ts"
 import type { CompositeRow, IndexRow, SkippedValue } from "./IndexRow.ts"
 import { type FhirNode, typed } from "./nodes.ts"
 import { planFor, type ParameterPlan, type TypePlan } from "./plan.ts"
@@ -54,6 +56,7 @@ export const extractIndexReport = (resource: Readonly<Record<string, unknown>>, 
       }
     } else for (const row of own) rows.push(row)
   }
+  for (const row of compartmentRows(catalog, type as string, resource["id"], rows)) rows.push(row)
   return { rows, skipped }
 }
 

@@ -26,12 +26,14 @@ export const filteredCondition = (
   criteria: ReadonlyArray<Criterion>,
   filters: ReadonlyArray<FilterExpr>,
   now: number,
-  extra: ReadonlyArray<Fragment> = []
+  extra: ReadonlyArray<Fragment> = [],
+  /** A condition that drives instead of the most selective criterion (see criteriaCondition). */
+  driver?: Fragment
 ): Fragment => {
   const parts = filters.flatMap(conjuncts)
   const tests = parts.flatMap((part) => (part.kind === "test" ? [part.criterion] : []))
   const others = parts.filter((part) => part.kind !== "test").map((part) => filterCondition(sql, type, part, now))
-  return criteriaCondition(sql, type, [...criteria, ...tests], now, [...extra, ...others])
+  return criteriaCondition(sql, type, [...criteria, ...tests], now, [...extra, ...others], driver)
 }
 
 /** The condition one expression puts on `r`, a resource of `type`. */

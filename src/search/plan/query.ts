@@ -14,17 +14,19 @@ import { sortKey } from "./sort.ts"
  * The condition on `r` (the resources table) for current resources of `type` that meet every criterion.
  * The most selective clause that keeps to the type drives (its index rows are the list the database starts
  * from, in row-key order); every other clause is checked per candidate. A chain keeps to the type too and
- * drives when no plain clause can. Without either, `r.type` drives.
+ * drives when no plain clause can. Without either, `r.type` drives. A `driver` given (a compartment, which
+ * keeps to the type itself) drives instead, and every criterion is checked per candidate.
  */
 export const criteriaCondition = (
   sql: SqlClient.SqlClient,
   type: string,
   criteria: ReadonlyArray<Criterion>,
   now: number,
-  extra: ReadonlyArray<Statement.Fragment> = []
+  extra: ReadonlyArray<Statement.Fragment> = [],
+  given?: Statement.Fragment
 ): Statement.Fragment => {
   let driver: Criterion | undefined
-  let best = Number.POSITIVE_INFINITY
+  let best = given === undefined ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY
   for (const criterion of criteria) {
     const rank = !("kind" in criterion)
       ? narrowsToType(criterion) ? selectivity(criterion, parameterType(criterion.param)) : undefined
@@ -35,7 +37,7 @@ export const criteriaCondition = (
     }
   }
   return sql.and([
-    ...(driver === undefined ? [sql`r.type = ${type}`] : []),
+    ...(given !== undefined ? [given] : driver === undefined ? [sql`r.type = ${type}`] : []),
     sql`NOT r.deleted`,
     ...criteria.map((criterion) => criterionCondition(sql, type, criterion, now, criterion === driver)),
     ...extra
@@ -60,9 +62,9 @@ export const criterionCondition = (sql: SqlClient.SqlClient, type: string, crite
     AND i.target_type = ${type} AND i.rkey IN (SELECT r.rkey FROM resources r WHERE ${criteriaCondition(sql, source, [criterion.inner], now)}))`
 }
 
-/** The condition on `r` for the current, undeleted resources the request matches. */
-export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest, now: number): Statement.Fragment =>
-  filteredCondition(sql, request.type, [...request.clauses, ...request.links], request.filters, now)
+/** The condition on `r` for the current, undeleted resources the request matches; `driver` as in criteriaCondition. */
+export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest, now: number, driver?: Statement.Fragment): Statement.Fragment =>
+  filteredCondition(sql, request.type, [...request.clauses, ...request.links], request.filters, now, [], driver)
 
 /** `_sort` as ORDER BY (see sort.ts), always ending in the row key so that pages are stable. */
 export const orderBy = (sql: SqlClient.SqlClient, request: SearchRequest): Statement.Fragment =>

@@ -54,13 +54,14 @@ const columns = (sql: SqlClient.SqlClient, key: SortKey): { readonly table: stri
   }
 }
 
-/** One ORDER BY key on `r` (the resources table), missing values last. */
-export const sortKey = (sql: SqlClient.SqlClient, type: string, key: SortKey): Fragment => {
+/** One ORDER BY key on `r` (the resources table), missing values last; `type` undefined in a search across types. */
+export const sortKey = (sql: SqlClient.SqlClient, type: string | undefined, key: SortKey): Fragment => {
   const direction = key.direction === "desc" ? sql`DESC` : sql`ASC`
   if (key.code === "_id") return sql`${text(sql, sql`r.id`)} ${direction}`
   if (key.code === "_lastUpdated") return sql`r.commit_ts ${direction}`
   const read = columns(sql, key)
   if (read === undefined) return sql`r.rkey ASC`
   const value = key.direction === "desc" ? sql`max(${read.high})` : sql`min(${read.low})`
-  return sql`(SELECT ${value} FROM ${sql(read.table)} i WHERE i.rkey = r.rkey AND i.type = ${type} AND i.param = ${key.code}) ${direction} NULLS LAST`
+  const ofType = type === undefined ? sql`i.type = r.type` : sql`i.type = ${type}`
+  return sql`(SELECT ${value} FROM ${sql(read.table)} i WHERE i.rkey = r.rkey AND ${ofType} AND i.param = ${key.code}) ${direction} NULLS LAST`
 }

@@ -1,0 +1,59 @@
+/**
+ * A search over one type or several (parse/parseScope.ts) as the WHERE condition and ORDER BY of one
+ * statement on `r` (the resources table). One type is planned as `whereCondition` plans it. Several
+ * types whose criteria are all common parameters (which read alike on every type) share one condition
+ * with the types as an `IN` list; otherwise each type's condition is ORed. A `condition` on `r` (a
+ * compartment, a token's restriction) is ANDed with the whole and drives: it is the list the database
+ * starts from, every criterion being checked per candidate (SQLite, which has no statistics here, would
+ * otherwise start from every resource of the type).
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Statement } from "@effect/sql"
+import type { ScopedSearch } from "../parse/parseScope.ts"
+import { type Clause, isCommonCode, parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
+import { clauseCondition } from "./conditions.ts"
+import { orderBy, whereCondition } from "./query.ts"
+import { sortKey } from "./sort.ts"
+
+type Fragment = Statement.Fragment
+
+/** Whether the request's criteria are all plain clauses on common parameters. */
+const commonOnly = (request: SearchRequest): boolean =>
+  request.links.length === 0 && request.filters.length === 0 && request.clauses.every((clause) => clause.code === "_id" || isCommonCode(clause.code))
+
+/** `_list` on any type: the resource is an item of one of the Lists named. */
+const listCondition = (sql: SqlClient.SqlClient, clause: Clause): Fragment => {
+  const lists = clause.values.flatMap((value) => (value.kind === "string" ? [value.value] : []))
+  const condition = sql`EXISTS (SELECT 1 FROM search_reference i JOIN resources l ON l.rkey = i.rkey
+    WHERE i.type = 'List' AND i.param = 'item' AND i.target_type = r.type AND i.target_id = r.id
+    AND l.type = 'List' AND NOT l.deleted AND ${sql.in("l.id", lists)})`
+  return clause.exclude ? sql`NOT ${condition}` : condition
+}
+
+/** A common parameter's clause without naming a type: checked per candidate. */
+const anyTypeCondition = (sql: SqlClient.SqlClient, clause: Clause, now: number): Fragment =>
+  clause.code === "_list" ? listCondition(sql, clause) : clauseCondition(sql, "", clause, parameterType(clause.param), now, false)
+
+export const scopeCondition = (sql: SqlClient.SqlClient, search: ScopedSearch, now: number, condition?: Fragment): Fragment => {
+  const { types, requests } = search
+  const [first] = requests
+  if (first === undefined) return sql`1 = 0`
+  if (types?.length === 1) return whereCondition(sql, first, now, condition)
+  if (types === undefined || requests.every(commonOnly)) {
+    return sql.and([
+      ...(condition === undefined ? [] : [condition]),
+      ...(types === undefined ? [] : [sql.in("r.type", types)]),
+      sql`NOT r.deleted`,
+      ...first.clauses.map((clause) => anyTypeCondition(sql, clause, now))
+    ])
+  }
+  if (condition === undefined) return sql.or(requests.map((request) => sql.and([sql`r.type = ${request.type}`, whereCondition(sql, request, now)])))
+  return sql.and([condition, sql.or(requests.map((request) => whereCondition(sql, request, now, sql`r.type = ${request.type}`)))])
+}
+
+/** `_sort` as ORDER BY, ending in the row key so that pages are stable. */
+export const scopeOrder = (sql: SqlClient.SqlClient, search: ScopedSearch): Fragment => {
+  const [first] = search.requests
+  if (search.types?.length === 1 && first !== undefined) return orderBy(sql, first)
+  return sql.join(", ", false)([...search.result.sort.map((key) => sortKey(sql, undefined, key)), sql`r.rkey ASC`])
+}
