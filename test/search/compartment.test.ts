@@ -219,6 +219,27 @@ for (const backend of backendsUnderTest) {
           expect(first.link.find((l: any) => l.relation === "next").url).toMatch(new RegExp(`^${base}\\?`))
         }))
 
+      it.effect("adds _include and _revinclude to a compartment search and to a search across types", () =>
+        Effect.gen(function*() {
+          const tag = tagged("includes")
+          const patient = yield* create({ resourceType: "Patient", ...tag })
+          const encounter = yield* create({ resourceType: "Encounter", ...tag, status: "finished", class: { code: "AMB" }, subject: { reference: ref(patient) } })
+          const observation = yield* create({
+            resourceType: "Observation", ...tag, status: "final", code: { text: "x" }, subject: { reference: ref(patient) }, encounter: { reference: ref(encounter) }
+          })
+          const included = (bundle: any) =>
+            (bundle.entry ?? []).filter((e: any) => e.search.mode === "include").map((e: any) => `${e.resource.resourceType}/${e.resource.id}`).sort()
+          const inCompartment = yield* get(`${ref(patient)}/Encounter?_include=Encounter:patient&_revinclude=Observation:encounter`)
+          expect(inCompartment.status).toBe(200)
+          expect(refs(inCompartment.json)).toEqual([ref(encounter)])
+          expect(included(inCompartment.json)).toEqual([ref(observation), ref(patient)].sort())
+          const acrossTypes = yield* get(`?_type=Encounter,Observation&${tagQuery("includes")}&_include=Encounter:patient&_include=Observation:encounter`)
+          expect(acrossTypes.status).toBe(200)
+          // The Encounter is a match, so Observation:encounter does not repeat it; the Patient comes in once.
+          expect(refs(acrossTypes.json)).toEqual([ref(encounter), ref(observation)].sort())
+          expect(included(acrossTypes.json)).toEqual([ref(patient)])
+        }))
+
       it.effect("answers 400 naming the parameter a type searched lacks, an unknown type, and keeps _type a 501 on one type", () =>
         Effect.gen(function*() {
           const lacking = yield* get("?_type=Observation,Patient&code=8302-2")
