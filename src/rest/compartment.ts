@@ -5,30 +5,41 @@
  * `*`), and the matches are kept to the members of the compartment (search/plan/compartment.ts). The focal
  * resource need not exist: an unknown id has no members, and the answer is an empty searchset.
  */
+import type { Statement } from "@effect/sql"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
+import type { Catalog } from "../catalog/Catalog.ts"
+import type { SearchScope } from "../search/parse/parseScope.ts"
 import { compartmentCondition, compartmentTypes, searchableCompartment } from "../search/plan/compartment.ts"
-import { fail } from "./FhirError.ts"
+import { fail, type FhirError } from "./FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
 import { search } from "./search.ts"
 
-/** `[base]/{compartment}/{id}/{target}?params`, `target` a resource type of the compartment or `*`. */
+/** What a compartment search reads: the scope (a type, or the compartment's types for `*`), the condition, the path. */
+export interface CompartmentSearch {
+  readonly scope: string | SearchScope
+  readonly condition: (sql: SqlClient.SqlClient) => Statement.Fragment
+  readonly path: string
+}
+
+/** `{compartment}/{id}/{target}`, `target` a resource type of the compartment or `*`, or why it cannot be searched. */
+export const resolveCompartment = (catalog: Catalog, compartment: string, id: string, target: string): Either.Either<CompartmentSearch, FhirError> => {
+  const definition = searchableCompartment(catalog, compartment)
+  if (definition === undefined) {
+    const known = catalog.compartments.filter((c) => searchableCompartment(catalog, c.code) !== undefined).map((c) => c.code).sort()
+    return Either.left(fail("not-found", `${compartment} is not a compartment this server searches (it searches ${known.join(", ") || "none"})`))
+  }
+  const types = compartmentTypes(catalog, definition)
+  const path = `${compartment}/${encodeURIComponent(id)}/${target}`
+  if (target === "*") {
+    return Either.right({ scope: { types, typeParameter: true, compartment }, condition: (sql) => compartmentCondition(sql, compartment, id), path })
+  }
+  if (!catalog.isResourceType(target)) return Either.left(fail("not-found", `${target} is not a resource type this server knows`))
+  if (!types.includes(target)) return Either.left(fail("invalid", `${target} is not in the ${compartment} compartment; its types are ${types.join(", ")}`, 400))
+  return Either.right({ scope: target, condition: (sql) => compartmentCondition(sql, compartment, id, [target]), path })
+}
+
+/** `[base]/{compartment}/{id}/{target}?params`. */
 export const compartmentSearch = (request: FhirRequest, compartment: string, id: string, target: string, params: URLSearchParams) =>
-  Effect.gen(function*() {
-    const { catalog } = request
-    const definition = searchableCompartment(catalog, compartment)
-    if (definition === undefined) {
-      const known = catalog.compartments.filter((c) => searchableCompartment(catalog, c.code) !== undefined).map((c) => c.code).sort()
-      return yield* fail("not-found", `${compartment} is not a compartment this server searches (it searches ${known.join(", ") || "none"})`)
-    }
-    const types = compartmentTypes(catalog, definition)
-    const path = `${compartment}/${encodeURIComponent(id)}/${target}`
-    if (target === "*") {
-      const condition = (sql: SqlClient.SqlClient) => compartmentCondition(sql, compartment, id)
-      return yield* search(request, { types, typeParameter: true, compartment }, params, { condition, path })
-    }
-    if (!catalog.isResourceType(target)) return yield* fail("not-found", `${target} is not a resource type this server knows`)
-    if (!types.includes(target)) return yield* fail("invalid", `${target} is not in the ${compartment} compartment; its types are ${types.join(", ")}`, 400)
-    const condition = (sql: SqlClient.SqlClient) => compartmentCondition(sql, compartment, id, [target])
-    return yield* search(request, target, params, { condition, path })
-  })
+  Effect.flatMap(resolveCompartment(request.catalog, compartment, id, target), ({ scope, condition, path }) =>
+    search(request, scope, params, { condition, path }))

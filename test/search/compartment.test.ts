@@ -240,6 +240,38 @@ for (const backend of backendsUnderTest) {
           expect(included(acrossTypes.json)).toEqual([ref(patient)])
         }))
 
+      it.effect("runs compartment searches and searches across types as GET entries of a batch and a transaction", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const tag = tagged("bundle")
+          const patient = yield* create({ resourceType: "Patient", ...tag })
+          const encounter = yield* create({ resourceType: "Encounter", ...tag, status: "finished", class: { code: "AMB" }, subject: { reference: ref(patient) } })
+          for (const type of ["batch", "transaction"]) {
+            const reply = yield* call("POST", base, {
+              body: {
+                resourceType: "Bundle",
+                type,
+                entry: [
+                  { request: { method: "GET", url: `${ref(patient)}/Encounter` } },
+                  { request: { method: "GET", url: `${ref(patient)}/*?_type=Encounter,Patient` } },
+                  { request: { method: "GET", url: `?_type=Encounter&${tagQuery("bundle")}` } },
+                  ...(type === "batch" ? [{ request: { method: "GET", url: `${ref(patient)}/Organization` } }] : [])
+                ]
+              }
+            })
+            expect([type, reply.status, reply.text.slice(0, 300)]).toEqual([type, 200, reply.text.slice(0, 300)])
+            const [byType, all, system, refused] = reply.json.entry
+            expect(refs(byType.resource)).toEqual([ref(encounter)])
+            expect(refs(all.resource)).toEqual([ref(encounter), ref(patient)].sort())
+            expect(all.resource.link[0].url.startsWith(`${base}/${ref(patient)}/*?`)).toBe(true)
+            expect(refs(system.resource)).toEqual([ref(encounter)])
+            if (type === "batch") {
+              expect(refused.response.status.startsWith("400")).toBe(true)
+              expect(refused.response.outcome.issue[0].diagnostics).toContain("not in the Patient compartment")
+            }
+          }
+        }))
+
       it.effect("answers 400 naming the parameter a type searched lacks, an unknown type, and keeps _type a 501 on one type", () =>
         Effect.gen(function*() {
           const lacking = yield* get("?_type=Observation,Patient&code=8302-2")

@@ -13,6 +13,10 @@ export type Target =
   | { readonly _tag: "version"; readonly type: string; readonly id: string; readonly version: string }
   | { readonly _tag: "history"; readonly type?: string | undefined; readonly id?: string | undefined }
   | { readonly _tag: "metadata" }
+  /** A search across types (`?_type=...`, no type in the path). */
+  | { readonly _tag: "system" }
+  /** A compartment search, `{compartment}/{id}/{type|*}`. */
+  | { readonly _tag: "compartment"; readonly compartment: string; readonly id: string; readonly type: string }
 
 export interface Entry {
   readonly index: number
@@ -59,7 +63,7 @@ export const parseTarget = (url: string, base: string): { readonly target: Targe
     return `the URL ${url} is not correctly percent-encoded`
   }
   const [type, second, third, fourth, ...rest] = parts
-  if (type === undefined) return `the URL ${JSON.stringify(url)} names no resource`
+  if (type === undefined) return query === undefined ? `the URL ${JSON.stringify(url)} names no resource` : { target: { _tag: "system" }, query }
   if (rest.length > 0) return `the URL ${url} is not a FHIR interaction`
   if (type === "metadata" && second === undefined) return { target: { _tag: "metadata" }, query }
   if (type === "_history" && second === undefined) return { target: { _tag: "history" }, query }
@@ -67,7 +71,11 @@ export const parseTarget = (url: string, base: string): { readonly target: Targe
   if (second === undefined) return { target: { _tag: "type", type }, query }
   if (second === "_history" && third === undefined) return { target: { _tag: "history", type }, query }
   if (third === undefined) return { target: { _tag: "instance", type, id: second }, query }
-  if (third !== "_history") return `the URL ${url} is not a FHIR interaction`
+  if (third !== "_history") {
+    return fourth === undefined && (third === "*" || /^[A-Z][A-Za-z]+$/.test(third))
+      ? { target: { _tag: "compartment", compartment: type, id: second, type: third }, query }
+      : `the URL ${url} is not a FHIR interaction`
+  }
   if (fourth === undefined) return { target: { _tag: "history", type, id: second }, query }
   return { target: { _tag: "version", type, id: second, version: fourth }, query }
 }

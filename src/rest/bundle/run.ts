@@ -10,6 +10,7 @@ import { type CommandEnv, createCommand, deleteCommand, type Patcher, patchComma
 import { type Condition, createUnlessFound, deleteMatch, patchMatch, updateMatch } from "../conditional.ts"
 import type { Match } from "../../search/plan/query.ts"
 import { searchset } from "../search.ts"
+import { resolveCompartment } from "../compartment.ts"
 import { fail, FhirError } from "../FhirError.ts"
 import type { Entry } from "./entries.ts"
 
@@ -163,6 +164,15 @@ export const runEntry = (env: CommandEnv, entry: Entry, plan: Plan): Effect.Effe
           // A search, never lenient in a Bundle (spec: Search rules 6); it sees the Bundle's own writes.
           const params = new URLSearchParams(entry.query ?? "")
           const text = yield* searchset(env.sql, { catalog: env.catalog, base: env.base, params, lenient: false }, target.type)
+          return { status: 200, resource: text }
+        }
+        if (target._tag === "system" || target._tag === "compartment") {
+          const params = new URLSearchParams(entry.query ?? "")
+          const resolved = target._tag === "system"
+            ? { scope: { types: undefined, typeParameter: true }, condition: undefined, path: "" }
+            : yield* resolveCompartment(env.catalog, target.compartment, target.id, target.type)
+          const context = { catalog: env.catalog, base: env.base, params, lenient: false, path: resolved.path }
+          const text = yield* searchset(env.sql, resolved.condition === undefined ? context : { ...context, condition: resolved.condition(env.sql) }, resolved.scope)
           return { status: 200, resource: text }
         }
         return yield* notAvailable(`${entry.url} inside a Bundle`)
