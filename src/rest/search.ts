@@ -28,10 +28,13 @@ const notYet = (what: string) => fail("not-supported", `${what} is not available
 
 /** The query string of a page link: the request's own parameters, less those set aside, at `offset`. */
 export const pageParams = (params: URLSearchParams, request: { readonly ignored: ReadonlyArray<Problem> }, offset: number): string => {
-  const ignored = new Set(request.ignored.map((problem) => problem.parameter))
+  // A `_filter` set aside names its whole expression: only that occurrence leaves the links.
+  const ignored = new Set(request.ignored.filter((problem) => problem.parameter !== "_filter").map((problem) => problem.parameter))
+  const ignoredFilters = new Set(request.ignored.filter((problem) => problem.parameter === "_filter").map((problem) => problem.value))
   const out = new URLSearchParams()
   for (const [name, value] of params) {
     if (name === "_offset" || ignored.has(name) || ignored.has(name.split(":")[0]!)) continue
+    if (name === "_filter" && ignoredFilters.has(value)) continue
     out.append(name, value)
   }
   out.set("_offset", String(offset))

@@ -198,6 +198,11 @@ for (const backend of backendsUnderTest) {
           const outcome = lenient.json.entry.find((e: any) => e.search.mode === "outcome")
           expect(outcome.resource.issue[0].diagnostics).toContain("_filter")
           expect(lenient.json.link[0].url).not.toContain("_filter")
+          // Two _filters, one set aside: the links keep the other.
+          const one = yield* call("GET", `${base}/Patient?${filter("birthdate ge nope")}&${filter("gender eq female")}&${of("lenient")}`, { headers: { prefer: "handling=lenient" } })
+          expect(one.status).toBe(200)
+          const self = new URL(one.json.link[0].url)
+          expect(self.searchParams.getAll("_filter")).toEqual(["gender eq female"])
         }))
     })
   })
