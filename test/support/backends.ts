@@ -1,5 +1,6 @@
 /** The three storage kinds the db tests run over, each giving a fresh, empty database per test. */
 import { Effect, type Scope } from "effect"
+import { copyFileSync } from "node:fs"
 import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -22,16 +23,20 @@ export const tempDirectory: Effect.Effect<string, never, Scope.Scope> = Effect.a
   (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
 )
 
-/** Options for a fresh database of `kind`; dropped or deleted when the scope closes. */
-export const freshDatabase = (kind: BackendKind, pool = 2): Effect.Effect<DatabaseOptions, never, Scope.Scope> => {
+/** Options for a fresh database of `kind` (a copy of `template`, a SQLite file or a Postgres database, when given); dropped or deleted when the scope closes. */
+export const freshDatabase = (kind: BackendKind, pool = 2, template?: string): Effect.Effect<DatabaseOptions, never, Scope.Scope> => {
   switch (kind) {
     case "memory":
       return Effect.succeed({ kind, sqlitePath: ":memory:", pool })
     case "sqlite":
-      return Effect.map(tempDirectory, (dir) => ({ kind, sqlitePath: Path.join(dir, "svc.sqlite"), pool }))
+      return Effect.map(tempDirectory, (dir) => {
+        const sqlitePath = Path.join(dir, "svc.sqlite")
+        if (template !== undefined) copyFileSync(template, sqlitePath)
+        return { kind, sqlitePath, pool }
+      })
     case "postgres":
       return Effect.map(
-        Effect.acquireRelease(Effect.promise(() => createTestDatabase("svc_db")), (db) => Effect.promise(db.drop)),
+        Effect.acquireRelease(Effect.promise(() => createTestDatabase("svc_db", template)), (db) => Effect.promise(db.drop)),
         (db) => ({ kind, sqlitePath: "", postgresUrl: db.url, pool })
       )
   }

@@ -3,9 +3,8 @@
  * real FHIR packages skip with a notice when it does not, except under CI=true.
  */
 import { execFile } from "node:child_process"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import { promisify } from "node:util"
+import { r4PackageCache } from "./r4Template.ts"
 
 export const registryUrl: string | undefined = process.env["npm_config_registry"] ??
   await promisify(execFile)("npm", ["config", "get", "registry"], { timeout: 15_000 }).then((r) => r.stdout.trim(), () => undefined)
@@ -19,4 +18,4 @@ export const skipRealPackages = !answers && process.env["CI"] !== "true"
 if (skipRealPackages) console.warn("NOTICE: real FHIR package tests skipped: no npm registry answers (CI=true makes this a failure)")
 
 /** Shared by every test run on this machine, so the real packages download once. */
-export const realPackageCache = Path.join(Os.tmpdir(), "svc-test-fhir-packages")
+export const realPackageCache = r4PackageCache

@@ -8,7 +8,7 @@ import pg from "pg"
 
 export const adminUrl = process.env["SVC_TEST_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
 
-const withAdmin = async <A>(f: (client: pg.Client) => Promise<A>): Promise<A> => {
+export const withAdmin = async <A>(f: (client: pg.Client) => Promise<A>): Promise<A> => {
   const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 })
   await client.connect()
   try {
@@ -43,10 +43,10 @@ export const urlFor = (database: string): string => {
   return url.toString()
 }
 
-/** Creates a fresh database and returns its URL and a function that drops it. */
-export const createTestDatabase = async (prefix = "svc_test"): Promise<{ url: string; name: string; drop: () => Promise<void> }> => {
+/** Creates a fresh database (a copy of `template` when given) and returns its URL and a function that drops it. */
+export const createTestDatabase = async (prefix = "svc_test", template?: string): Promise<{ url: string; name: string; drop: () => Promise<void> }> => {
   const name = `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 10)}`
-  await withAdmin((c) => c.query(`create database "${name}"`))
+  await withAdmin((c) => c.query(`create database "${name}"${template === undefined ? "" : ` template "${template}"`}`))
   return {
     name,
     url: urlFor(name),

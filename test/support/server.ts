@@ -14,7 +14,9 @@ import { loadAppConfig } from "../../src/config/load.ts"
 import { layer as readinessLayer } from "../../src/http/Readiness.ts"
 import { servingAppLayer } from "../../src/http/Server.ts"
 import * as Log from "../../src/logging/Log.ts"
+import type { DatabaseOptions } from "../../src/db/Database.ts"
 import { type BackendKind, freshDatabase } from "./backends.ts"
+import { templateFor } from "./r4Template.ts"
 
 const fixtureMirror = fileURLToPath(new URL("../fixtures/packages/mirror", import.meta.url))
 const packageCache = mkdtempSync(join(tmpdir(), "svc-test-cache-"))
@@ -33,7 +35,15 @@ export interface TestServer {
 /** Starts a server on a fresh database of `kind`; it stops when the scope closes. */
 export const startServer = (kind: BackendKind, settings: FlagSettings = {}): Effect.Effect<TestServer, unknown, Scope.Scope> =>
   Effect.gen(function*() {
-    const database = yield* freshDatabase(kind)
+    // With the real R4 packages, a copy of the database globalSetup installed them in (r4Template.ts).
+    const template = yield* Effect.promise(() => templateFor(kind, settings.conformance?.package_cache))
+    return yield* startServerOn(yield* freshDatabase(kind, 2, template), settings)
+  })
+
+/** Starts a server on the database `database` (not dropped when the scope closes); it stops when the scope closes. */
+export const startServerOn = (database: DatabaseOptions, settings: FlagSettings = {}): Effect.Effect<TestServer, unknown, Scope.Scope> =>
+  Effect.gen(function*() {
+    const kind = database.kind
     const loaded = yield* loadAppConfig({
       flags: {
         ...settings,
