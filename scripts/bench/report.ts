@@ -33,6 +33,8 @@ export interface Report {
   readonly notices: ReadonlyArray<string>
   /** µs per resource of validation on the Synthea resources (undefined when the R4 packages could not be had). */
   readonly validation?: ValidationFigures | undefined
+  /** Process start to `/readyz` 200 on the Synthea database, the R4 packages installed: median of 3, ms, by backend. */
+  readonly restartMs?: Readonly<Record<string, number>>
 }
 
 const fixed = (value: number | undefined, digits: number): string =>

@@ -1,5 +1,5 @@
 /** The two kinds of server a run starts: svc itself, and the floor. Both only on 127.0.0.1. */
-import { execFile } from "node:child_process"
+import { execFile, execFileSync } from "node:child_process"
 import { writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -54,6 +54,15 @@ const svcEnv = (workDir: string, packages: Packages = { kind: "stand-in" }): Rec
   return env
 }
 
+let built = false
+
+/** The server as users start it with `npm start`: the bundle (scripts/build.mjs), built when stale. */
+const bundle = (): string => {
+  if (!built) execFileSync(process.execPath, [join(root, "scripts", "build.mjs"), "--if-stale"], { stdio: "inherit" })
+  built = true
+  return join(root, "dist", "svc.mjs")
+}
+
 /**
  * Starts `svc` on `backend` with its default settings (request log included), reading an empty
  * configuration file so that no svc.toml of the machine changes what is measured. With the real
@@ -66,7 +75,7 @@ export const startSvc = (backend: Backend, workDir: string, packages: Packages =
   const database = backend.kind === "sqlite" ? ["--sqlite", backend.file] : ["--postgres", backend.url]
   return startChild({
     name: `svc-${backend.kind}${packages.kind === "r4" ? "-r4" : ""}`,
-    args: [...tsx, join(root, "src", "main.ts"), "--config", config, ...database, "--bind", "127.0.0.1:0"],
+    args: [bundle(), "--config", config, ...database, "--bind", "127.0.0.1:0"],
     cwd: root,
     env: svcEnv(workDir, packages),
     logDir: workDir,

@@ -8,6 +8,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { DateTime, Effect } from "effect"
 import * as Crypto from "node:crypto"
+import { existsSync } from "node:fs"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -61,9 +62,15 @@ export const migrationLabel = (m: { readonly version: number; readonly name: str
 
 const versionLabel = (version: number): string => String(version).padStart(4, "0")
 
-/** The shipped migrations of a dialect, found from this file so it works from any working directory. */
-export const migrationsDirectory = (dialect: Dialect): string =>
-  fileURLToPath(new URL(`../../migrations/${dialect === "pg" ? "postgres" : "sqlite"}/`, import.meta.url))
+/**
+ * The shipped migrations of a dialect, found from this file so it works from any working directory: two
+ * levels up from `src/db/`, or one up from the bundle in `dist/` (`npm run build`).
+ */
+export const migrationsDirectory = (dialect: Dialect): string => {
+  const sub = `migrations/${dialect === "pg" ? "postgres" : "sqlite"}/`
+  const candidates = [`../../${sub}`, `../${sub}`].map((path) => fileURLToPath(new URL(path, import.meta.url)))
+  return candidates.find((path) => existsSync(path)) ?? candidates[0]!
+}
 
 export const checksumOf = (sql: string): string => Crypto.createHash("sha256").update(sql).digest("hex")
 
