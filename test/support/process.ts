@@ -19,6 +19,8 @@ const packageCache = mkdtempSync(join(tmpdir(), "svc-test-cache-"))
 export interface RunOptions {
   readonly cwd?: string
   readonly env?: Record<string, string | undefined>
+  /** Run this bundle (scripts/build.mjs) instead of the TypeScript entry point through tsx. */
+  readonly bundle?: string
 }
 
 /**
@@ -40,7 +42,7 @@ const cleanEnv = (extra: Record<string, string | undefined> = {}): Record<string
 }
 
 const launch = (args: ReadonlyArray<string>, options: RunOptions): ChildProcess =>
-  spawn(process.execPath, ["--import", tsx, main, ...args], {
+  spawn(process.execPath, [...(options.bundle === undefined ? ["--import", tsx, main] : [options.bundle]), ...args], {
     cwd: options.cwd ?? root,
     env: cleanEnv(options.env),
     stdio: ["ignore", "pipe", "pipe"]
