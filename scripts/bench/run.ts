@@ -42,7 +42,7 @@ if (flags.help) {
 
 const quick = flags.quick === true
 // The warm-up is long because svc's read path needs a few seconds of JIT before its figures settle.
-const settings = { seconds: quick ? 3 : 10, warmupSeconds: quick ? 2 : 5, poolSize: 1000, syntheaBundles: quick ? quickBundles : 55 }
+const settings = { seconds: quick ? 2 : 10, warmupSeconds: quick ? 1 : 5, poolSize: 1000, syntheaBundles: quick ? quickBundles : 55 }
 const progress = (message: string) => console.error(`[bench] ${message}`)
 
 type Measured = Omit<Row, "floorRatio" | "met">

@@ -125,7 +125,7 @@ export const update: Workload = {
 }
 
 /** Bundles sent in a quick run; a full run sends all 55 (13,792 resources). */
-export const quickBundles = 10
+export const quickBundles = 5
 
 /**
  * The Synthea patients as transaction Bundles (`POST /fhir`), each bundle once, by `connections`
