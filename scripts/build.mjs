@@ -7,21 +7,8 @@
  * package.json is newer than the bundle.
  */
 import { build } from "esbuild"
-import { existsSync, readdirSync, statSync } from "node:fs"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
-
-const root = fileURLToPath(new URL("../", import.meta.url))
-const outfile = join(root, "dist", "svc.mjs")
-
-const newest = (dir) =>
-  readdirSync(dir, { withFileTypes: true }).reduce((latest, entry) => {
-    const path = join(dir, entry.name)
-    return Math.max(latest, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs)
-  }, 0)
-
-const stale = () =>
-  !existsSync(outfile) || Math.max(newest(join(root, "src")), statSync(join(root, "package.json")).mtimeMs) > statSync(outfile).mtimeMs
+import { bundlePath as outfile, bundleStale as stale, root } from "./bundle.mjs"
 
 if (!process.argv.includes("--if-stale") || stale()) {
   await build({
