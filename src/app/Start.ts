@@ -18,6 +18,7 @@ import { makePeerList } from "../http/ClientAddress.ts"
 import { cachedProbe, Readiness, Reasons } from "../http/Readiness.ts"
 import { type HttpServer, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { type EdgeOptions, emptyServingApp, listen, type ListenOptions, ServingApp } from "../http/Server.ts"
+import { installFastRead } from "../rest/fastRead.ts"
 import * as FhirApp from "../rest/FhirApp.ts"
 import { basePath, RestSettings } from "../rest/Rest.ts"
 import { parseBind } from "../config/Setting.ts"
@@ -63,7 +64,7 @@ export const start = (config: AppConfig) =>
     yield* Effect.addFinalizer(() => Scope.close(databaseScope, Exit.void))
     yield* Effect.addFinalizer(() => Effect.zipRight(readiness.stopping, Effect.logInfo("stopping")))
 
-    const address = yield* listen(listenAddress(config.server.bind), edgeOptions(config))
+    const { address, fast } = yield* listen(listenAddress(config.server.bind), edgeOptions(config))
     yield* Effect.logInfo("listening", address._tag === "TcpAddress" ? { host: address.hostname, port: address.port } : { path: address.path })
 
     yield* readiness.starting(Reasons.openingDatabase)
@@ -113,6 +114,12 @@ export const start = (config: AppConfig) =>
       }
     })
     yield* readiness.serving(probe, details)
+    if (config.database.kind === "sqlite") {
+      const { requestLog, trusted } = edgeOptions(config)
+      yield* installFastRead(fast, { sqlitePath: config.database.sqlite_path, requestLog, trusted }, databaseScope).pipe(
+        Effect.provide(catalogContext)
+      )
+    }
     yield* Effect.logInfo("serving", { database: config.database.kind })
     const started: Started = { address, searchIndexed: Context.get(reload, CatalogReload).settled }
     return started

@@ -5,7 +5,7 @@
 import { HttpApp, HttpIncomingMessage, HttpServer, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
-import { createServer } from "node:http"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { outcomeResponse } from "./OperationOutcome.ts"
 import * as Probes from "./Probes.ts"
 import { Readiness } from "./Readiness.ts"
@@ -59,13 +59,33 @@ export const edge = (options: EdgeOptions) =>
   })
 
 /**
+ * A handler that answers a request itself, outside any fiber, and returns true, or declines it (false)
+ * for the edge above. Only the hottest interactions have one (`src/rest/fastRead.ts`), and each must
+ * answer exactly as the edge would: same status, headers, body and request log line.
+ */
+export type FastHandler = (request: IncomingMessage, response: ServerResponse) => boolean
+
+/** The fast handler in use: set while serving, read by the Node request listener (which is not a fiber). */
+export interface FastSlot {
+  current: FastHandler | undefined
+}
+
+/**
  * Idle keep-alive connections stay open for 65 s (Node's default is 5 s): a client or balancer that
  * reuses a connection the server has just closed sees a reset, and most keep theirs for up to 60 s.
+ * A request goes to the slot's fast handler first, and to the edge's listener when it declines.
  */
-const makeNodeServer = () => {
+const makeNodeServer = (slot: FastSlot) => () => {
   const server = createServer()
   server.keepAliveTimeout = 65_000
   server.headersTimeout = 66_000
+  const emit = server.emit
+  const fastFirst = (event: string | symbol, ...args: Array<unknown>): boolean => {
+    const fast = slot.current
+    if (event === "request" && fast !== undefined && fast(args[0] as IncomingMessage, args[1] as ServerResponse)) return true
+    return Reflect.apply(emit, server, [event, ...args])
+  }
+  server.emit = fastFirst as typeof server.emit
   return server
 }
 
@@ -74,15 +94,22 @@ export interface ListenOptions {
   readonly port: number
 }
 
+export interface Listening {
+  readonly address: HttpServer.Address
+  readonly fast: FastSlot
+}
+
 /** Starts listening in the current scope; fails with a clear message when the address cannot be bound. */
 export const listen = (listenOptions: ListenOptions, options: EdgeOptions) =>
   Effect.gen(function*() {
-    const context = yield* Layer.build(NodeHttpServer.layer(makeNodeServer, listenOptions)).pipe(
+    const fast: FastSlot = { current: undefined }
+    const context = yield* Layer.build(NodeHttpServer.layer(makeNodeServer(fast), listenOptions)).pipe(
       Effect.mapError((error) => listenFailure(listenOptions.host, listenOptions.port, error.cause))
     )
     const server = Context.get(context, HttpServer.HttpServer)
     yield* HttpServer.serveEffect(edge(options)).pipe(Effect.provide(context))
-    return server.address
+    const listening: Listening = { address: server.address, fast }
+    return listening
   })
 
 export class ListenError extends Schema.TaggedError<ListenError>()("ListenError", { message: Schema.String }) {}

@@ -18,7 +18,7 @@ const serve = (edge: EdgeOptions = options) =>
   Effect.gen(function*() {
     const lines: Array<string> = []
     const context = yield* Layer.build(Layer.mergeAll(readinessLayer, servingAppLayer, memorySink(lines)))
-    const address = yield* listen({ host: "127.0.0.1", port: 0 }, edge).pipe(Effect.provide(context))
+    const { address } = yield* listen({ host: "127.0.0.1", port: 0 }, edge).pipe(Effect.provide(context))
     const port = address._tag === "TcpAddress" ? address.port : 0
     const get = (path: string, headers: Record<string, string> = {}) =>
       Effect.promise(async () => {
@@ -99,7 +99,7 @@ describe("shutdown", () => {
       )
       const scope = yield* Scope.make()
       const context = yield* Layer.buildWithScope(Layer.mergeAll(readinessLayer, servingAppLayer, memorySink(lines)), scope)
-      const address = yield* listen({ host: "127.0.0.1", port: 0 }, options).pipe(Effect.provide(context), Scope.extend(scope))
+      const { address } = yield* listen({ host: "127.0.0.1", port: 0 }, options).pipe(Effect.provide(context), Scope.extend(scope))
       const port = address._tag === "TcpAddress" ? address.port : 0
       yield* Effect.flatMap(Readiness, (r) => r.serving(Effect.succeed({ status: "ok" }), Effect.succeed({}))).pipe(Effect.provide(context))
       yield* Ref.set(Context.get(context, ServingApp), Option.some(slow))

@@ -1,0 +1,123 @@
+/**
+ * The fast read (src/rest/fastRead.ts) answers `GET /fhir/{type}/{id}` exactly as the general path does:
+ * the same status, headers in the same order, the same bytes and the same request log line. A query string
+ * (even an empty one) always takes the general path, so each read is compared with its `?` twin.
+ */
+import { describe, expect, layer } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { request as httpRequest } from "node:http"
+import { backends } from "../support/backends.ts"
+import { call, startServer, type TestServer } from "../support/server.ts"
+
+class Server extends Context.Tag("test/Server")<Server, TestServer>() {}
+
+interface Raw {
+  readonly status: number
+  /** Header names and values in the order they were sent. */
+  readonly headers: ReadonlyArray<readonly [string, string]>
+  readonly body: Buffer
+}
+
+/** One request with node:http, keeping the raw header order and the body's bytes. */
+const raw = (method: string, url: string, headers: Record<string, string> = {}) =>
+  Effect.async<Raw>((resume) => {
+    const req = httpRequest(url, { method, headers }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (chunk: Buffer) => chunks.push(chunk))
+      res.on("end", () => {
+        const pairs: Array<readonly [string, string]> = []
+        for (let i = 0; i < res.rawHeaders.length; i += 2) pairs.push([res.rawHeaders[i]!.toLowerCase(), res.rawHeaders[i + 1]!])
+        resume(Effect.succeed({ status: res.statusCode ?? 0, headers: pairs, body: Buffer.concat(chunks) }))
+      })
+    })
+    req.end()
+  })
+
+/** Headers that differ between any two answers. */
+const varying = new Set(["x-request-id", "date"])
+const stable = (reply: Raw) => reply.headers.filter(([name]) => !varying.has(name))
+
+const requestLines = (lines: ReadonlyArray<string>, requestId: string) =>
+  lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line["request_id"] === requestId)
+
+const patient = { resourceType: "Patient", name: [{ family: "Ærøskøbing", given: ["Zoë"] }], birthDate: "1980-02-29" }
+
+for (const backend of backends) {
+  describe.skipIf(backend.skip)(`fast read on ${backend.kind}`, () => {
+    layer(Layer.scoped(Server, startServer(backend.kind)), { timeout: 60_000, excludeTestServices: true })((it) => {
+      it.effect("answers with the same status, headers, bytes and log line as the general path", () =>
+        Effect.gen(function*() {
+          const { base, lines } = yield* Server
+          const created = yield* call("POST", `${base}/Patient`, { body: patient })
+          expect(created.status).toBe(201)
+          const url = `${base}/Patient/${created.json.id}`
+          const fast = yield* raw("GET", url, { "x-request-id": "fast-1" })
+          const general = yield* raw("GET", `${url}?`, { "x-request-id": "general-1" })
+          expect(fast.status).toBe(200)
+          expect(fast.body.equals(general.body)).toBe(true)
+          expect(fast.body.toString("utf8")).toBe(created.text)
+          expect(stable(fast)).toEqual(stable(general))
+          expect(fast.headers.map(([name]) => name)).toEqual(general.headers.map(([name]) => name))
+          expect(fast.headers).toContainEqual(["x-request-id", "fast-1"])
+          expect(fast.headers).toContainEqual(["etag", 'W/"1"'])
+          expect(fast.headers).toContainEqual(["content-length", String(Buffer.byteLength(created.text))])
+
+          const [fastLine] = requestLines(lines, "fast-1")
+          const [generalLine] = requestLines(lines, "general-1")
+          expect(fastLine).toBeDefined()
+          expect(Object.keys(fastLine!)).toEqual(Object.keys(generalLine!))
+          const { time: _t1, duration_ms: d1, request_id: _r1, ...fastRest } = fastLine!
+          const { time: _t2, duration_ms: d2, request_id: _r2, ...generalRest } = generalLine!
+          expect(fastRest).toEqual(generalRest)
+          expect(fastRest).toMatchObject({ method: "GET", path: `/fhir/Patient/${created.json.id}`, status: 200, bytes: fast.body.length })
+          expect(typeof d1).toBe("number")
+          expect(typeof d2).toBe("number")
+        }))
+
+      it.effect("serves the current version right after each write, and what the general path says after a delete", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const created = yield* call("POST", `${base}/Patient`, { body: patient })
+          const url = `${base}/Patient/${created.json.id}`
+          const updated = yield* call("PUT", url, { body: { ...patient, id: created.json.id, gender: "other" } })
+          expect(updated.status).toBe(200)
+          const read = yield* raw("GET", url)
+          expect(read.body.toString("utf8")).toBe(updated.text)
+          expect(read.headers).toContainEqual(["etag", 'W/"2"'])
+          expect((yield* call("DELETE", url)).status).toBe(204)
+          const gone = yield* raw("GET", url)
+          const goneGeneral = yield* raw("GET", `${url}?`)
+          expect(gone.status).toBe(410)
+          expect(gone.body.equals(goneGeneral.body)).toBe(true)
+        }))
+
+      it.effect("leaves conditional reads, other formats, HEAD, unknown ids and unknown types to the general path", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const created = yield* call("POST", `${base}/Patient`, { body: patient })
+          const url = `${base}/Patient/${created.json.id}`
+          expect((yield* raw("GET", url, { "if-none-match": 'W/"1"' })).status).toBe(304)
+          expect((yield* raw("GET", url, { "if-modified-since": created.headers.get("last-modified")! })).status).toBe(304)
+          const xml = yield* raw("GET", url, { accept: "application/fhir+xml" })
+          expect(xml.status).toBe(200)
+          expect(xml.headers).toContainEqual(["content-type", "application/fhir+xml; charset=utf-8"])
+          expect(xml.body.toString("utf8")).toContain("<Patient xmlns=\"http://hl7.org/fhir\"")
+          const json = yield* raw("GET", url, { accept: "application/json" })
+          expect(json.body.toString("utf8")).toBe(created.text)
+          expect((yield* raw("GET", url, { accept: "text/plain" })).status).toBe(406)
+          const head = yield* raw("HEAD", url)
+          expect(head.status).toBe(200)
+          expect(head.body.length).toBe(0)
+          const missing = yield* raw("GET", `${base}/Patient/no-such-patient`)
+          expect(missing.status).toBe(404)
+          expect(JSON.parse(missing.body.toString("utf8")).resourceType).toBe("OperationOutcome")
+          const unknownType = yield* raw("GET", `${base}/Unicorn/${created.json.id}`)
+          expect(unknownType.status).toBe(404)
+          expect(unknownType.body.toString("utf8")).toContain("Unicorn is not a resource type this server knows")
+          const badRequestId = yield* raw("GET", url, { "x-request-id": "not a token!" })
+          const given = badRequestId.headers.find(([name]) => name === "x-request-id")?.[1]
+          expect(given).toMatch(/^[0-9a-f-]{36}$/)
+        }))
+    })
+  })
+}
