@@ -4,16 +4,20 @@
  * loader. It starts in under a second where `node --import tsx src/main.ts` takes three to four (tsx
  * compiles every file, and Effect's packages load whole). better-sqlite3 (a native module) and the
  * optional pg-native stay outside the bundle. With `--if-stale` it builds only when a file under src/ or
- * package.json is newer than the bundle.
+ * package.json is newer than the bundle. `--out <file>` writes another file than dist/svc.mjs (the
+ * tests' bundle, dist/svc-test.mjs; it must sit in dist/ to find the migrations).
  */
 import { build } from "esbuild"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
 import { bundlePath as outfile, bundleStale as stale, root } from "./bundle.mjs"
 
-if (!process.argv.includes("--if-stale") || stale()) {
+const out = process.argv.indexOf("--out")
+const target = out === -1 ? outfile : resolve(process.argv[out + 1])
+
+if (out !== -1 || !process.argv.includes("--if-stale") || stale()) {
   await build({
     entryPoints: [join(root, "src", "main.ts")],
-    outfile,
+    outfile: target,
     bundle: true,
     platform: "node",
     format: "esm",

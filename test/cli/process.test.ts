@@ -87,7 +87,8 @@ describe("svc on the command line", () => {
 describe("svc on a SQLite file", () => {
   it("starts on svc.sqlite by default, serves probes, logs requests, and stops cleanly on SIGTERM", async () => {
     const cwd = scratch()
-    const server = await startSvc([], { cwd })
+    // The TypeScript entry point, as `npm run svc` runs it; the other tests run the bundle.
+    const server = await startSvc([], { cwd, typescript: true })
     await server.logged("serving")
     expect(await get(`${server.url}/livez`)).toEqual({ status: 200, body: { status: "ok" } })
     expect(await get(`${server.url}/readyz`)).toEqual({ status: 200, body: { status: "ok" } })

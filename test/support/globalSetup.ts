@@ -1,13 +1,18 @@
 /**
- * Runs once per test run: reports up front whether the Postgres tests will run, and builds the
- * databases with the real R4 packages installed that test servers copy (r4Template.ts), when the
- * registry answers and this code has none yet.
+ * Runs once per test run: builds the bundle that tests running the `svc` command start (process.ts),
+ * reports up front whether the Postgres tests will run, and builds the databases with the real R4
+ * packages installed that test servers copy (r4Template.ts), when the registry answers and this code
+ * has none yet.
  */
 import Sqlite from "better-sqlite3"
 import { Effect } from "effect"
+import { execFileSync } from "node:child_process"
 import { renameSync, rmSync } from "node:fs"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { registryUrl, skipRealPackages } from "./npmRegistry.ts"
 import { postgresAvailable, urlFor, withAdmin } from "./postgres.ts"
+import { testBundle } from "./process.ts"
 import { pgTemplate, pgTemplateReady, r4PackageCache, removeOtherTemplates, sqliteTemplate, sqliteTemplateReady } from "./r4Template.ts"
 import { startServerOn } from "./server.ts"
 
@@ -37,7 +42,14 @@ const buildPostgres = async (): Promise<void> => {
   await withAdmin((c) => c.query(`ALTER DATABASE "${building}" RENAME TO "${pgTemplate}"`))
 }
 
+/** Bundles the server to `testBundle` with the build script's settings. */
+const buildBundle = (): void => {
+  const root = fileURLToPath(new URL("../../", import.meta.url))
+  execFileSync(process.execPath, [join(root, "scripts", "build.mjs"), "--out", testBundle], { cwd: root, stdio: "inherit" })
+}
+
 export default async function setup(): Promise<void> {
+  buildBundle()
   const pg = await postgresAvailable()
   if (skipRealPackages) return
   await removeOtherTemplates(pg)

@@ -3,7 +3,7 @@
  * working directory in; exit code, standard output and standard error out.
  */
 import { spawn, type ChildProcess } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -12,6 +12,13 @@ const root = fileURLToPath(new URL("../../", import.meta.url))
 const main = join(root, "src", "main.ts")
 const tsx = join(root, "node_modules", "tsx", "dist", "loader.mjs")
 
+/**
+ * The bundle of this code (scripts/build.mjs) that globalSetup builds once per run: it starts in under a
+ * second where the TypeScript through tsx takes three to four, and it is what `npm start` runs. Beside
+ * dist/svc.mjs, so it finds the migrations the same way.
+ */
+export const testBundle = join(root, "dist", "svc-test.mjs")
+
 /** Tiny stand-ins for the R4 release packages, so a started server installs in milliseconds and offline. */
 export const fixtureMirror = join(root, "test", "fixtures", "packages", "mirror")
 const packageCache = mkdtempSync(join(tmpdir(), "svc-test-cache-"))
@@ -19,8 +26,10 @@ const packageCache = mkdtempSync(join(tmpdir(), "svc-test-cache-"))
 export interface RunOptions {
   readonly cwd?: string
   readonly env?: Record<string, string | undefined>
-  /** Run this bundle (scripts/build.mjs) instead of the TypeScript entry point through tsx. */
+  /** Run this bundle (scripts/build.mjs); the default is the run's `testBundle`. */
   readonly bundle?: string
+  /** Run the TypeScript entry point through tsx instead of a bundle. */
+  readonly typescript?: boolean
 }
 
 /**
@@ -41,8 +50,15 @@ const cleanEnv = (extra: Record<string, string | undefined> = {}): Record<string
   return env
 }
 
+const entryOf = (options: RunOptions): ReadonlyArray<string> => {
+  if (options.typescript === true) return ["--import", tsx, main]
+  if (options.bundle !== undefined) return [options.bundle]
+  if (!existsSync(testBundle)) throw new Error(`${testBundle} is missing: globalSetup builds it`)
+  return [testBundle]
+}
+
 const launch = (args: ReadonlyArray<string>, options: RunOptions): ChildProcess =>
-  spawn(process.execPath, [...(options.bundle === undefined ? ["--import", tsx, main] : [options.bundle]), ...args], {
+  spawn(process.execPath, [...entryOf(options), ...args], {
     cwd: options.cwd ?? root,
     env: cleanEnv(options.env),
     stdio: ["ignore", "pipe", "pipe"]
