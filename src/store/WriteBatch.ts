@@ -16,8 +16,26 @@ export const rowsPerStatement = (sql: SqlClient.SqlClient, columns: number): num
   Math.max(1, Math.floor(sql.onDialectOrElse({ pg: () => parameterLimit.pg, orElse: () => parameterLimit.sqlite }) / Math.max(1, columns)))
 
 /**
+ * The sizes of the statements that insert `count` rows, `max` at most each. On SQLite a statement's text
+ * is prepared once and kept (the client's cache of prepared statements), and preparing one with thousands
+ * of values costs about a millisecond: its sizes are powers of two, so that a few texts serve every count.
+ */
+export const chunkSizes = (sql: SqlClient.SqlClient, count: number, max: number): ReadonlyArray<number> => {
+  const sizes: Array<number> = []
+  const powers = sql.onDialectOrElse({ pg: () => false, orElse: () => true })
+  let left = count
+  while (left > 0) {
+    let size = Math.min(left, max)
+    if (powers) size = 2 ** Math.floor(Math.log2(size))
+    sizes.push(size)
+    left -= size
+  }
+  return sizes
+}
+
+/**
  * Inserts `rows` (all with the same columns, in the same order) into `table` in as few statements as
- * the parameter limit allows, in their order.
+ * the parameter limit allows (see `chunkSizes`), in their order.
  */
 export const insertMany = (
   sql: SqlClient.SqlClient,
@@ -25,13 +43,13 @@ export const insertMany = (
   rows: ReadonlyArray<Record<string, unknown>>
 ): Effect.Effect<void, SqlError> => {
   if (rows.length === 0) return Effect.void
-  const size = rowsPerStatement(sql, Object.keys(rows[0]!).length)
-  if (rows.length <= size) return Effect.asVoid(sql`INSERT INTO ${sql(table)} ${sql.insert(rows)}`)
-  return Effect.forEach(
-    Array.from({ length: Math.ceil(rows.length / size) }, (_, i) => rows.slice(i * size, (i + 1) * size)),
-    (chunk) => sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`,
-    { discard: true }
-  )
+  let start = 0
+  const chunks = chunkSizes(sql, rows.length, rowsPerStatement(sql, Object.keys(rows[0]!).length)).map((size) => {
+    const chunk = rows.slice(start, start + size)
+    start += size
+    return chunk
+  })
+  return Effect.forEach(chunks, (chunk) => sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`, { discard: true })
 }
 
 export class WriteBatch {
