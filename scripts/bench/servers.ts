@@ -69,13 +69,19 @@ const bundle = (): string => {
  * R4 packages, a first start on a fresh database installs them (and downloads them on the first
  * run on this machine), so it is given five minutes.
  */
-export const startSvc = (backend: Backend, workDir: string, packages: Packages = { kind: "stand-in" }): Promise<Child> => {
+export const startSvc = (
+  backend: Backend,
+  workDir: string,
+  packages: Packages = { kind: "stand-in" },
+  /** Options for node itself, before the script (the profiler's, for example). */
+  nodeArgs: ReadonlyArray<string> = []
+): Promise<Child> => {
   const config = join(workDir, "svc.toml")
   writeFileSync(config, "# svc bench: every setting at its default\n")
   const database = backend.kind === "sqlite" ? ["--sqlite", backend.file] : ["--postgres", backend.url]
   return startChild({
     name: `svc-${backend.kind}${packages.kind === "r4" ? "-r4" : ""}`,
-    args: [bundle(), "--config", config, ...database, "--bind", "127.0.0.1:0"],
+    args: [...nodeArgs, bundle(), "--config", config, ...database, "--bind", "127.0.0.1:0"],
     cwd: root,
     env: svcEnv(workDir, packages),
     logDir: workDir,

@@ -8,8 +8,9 @@ import { Effect, Either } from "effect"
 import { randomUUID } from "node:crypto"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { readCurrent } from "../store/reads.ts"
-import { deleteResource, putVersion, type StoredVersion } from "../store/ResourceStore.ts"
+import { deleteResource, putVersion, putVersions, type StoredVersion } from "../store/ResourceStore.ts"
 import type { CommitContext } from "../store/Writer.ts"
+import { WriteBatch } from "../store/WriteBatch.ts"
 import { bodyMatches, knownType, validId } from "./checks.ts"
 import { fail, type FhirError, invalidResource } from "./FhirError.ts"
 import { isValid, validateForWrite } from "../validation/Validator.ts"
@@ -27,6 +28,23 @@ export interface CommandEnv {
   readonly base: string
   /** The references of what the command writes, checked against the reference policy before it commits. */
   readonly references: ReferenceCheck
+  /**
+   * Version and index rows written so far and not yet inserted: flushed (`settle`) before the command
+   * reads resources or the search index, and at the end of the transaction.
+   */
+  readonly writes: WriteBatch
+}
+
+/** Inserts what the command has batched, so that its reads see its own writes. */
+export const settle = (env: CommandEnv): Effect.Effect<void, SqlError> => env.writes.flush(env.sql)
+
+/** Runs `command` with a batch of writes of its own, inserted when it succeeds (inside the Writer's transaction). */
+export const runCommand = <A, E, R>(
+  env: Omit<CommandEnv, "writes">,
+  command: (env: CommandEnv) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | SqlError, R> => {
+  const full: CommandEnv = { ...env, writes: new WriteBatch() }
+  return Effect.tap(command(full), () => settle(full))
 }
 
 export interface Written {
@@ -47,9 +65,50 @@ const store = (env: CommandEnv, type: string, id: string, resource: Record<strin
     const validation = validateForWrite({ ...resource, id }, env.catalog)
     if (!isValid(validation.issues)) return yield* invalidResource(`${type}/${id}`, validation.issues)
     env.references.add(`${type}/${id}`, validation.references)
-    const stored = yield* putVersion(env.sql, { type, id, resource, commitTs: env.commit.commitTs })
-    yield* writeIndex(env.sql, stored.rkey, type, stored.version, extractIndex(stored.resource, env.catalog))
+    const stored = yield* putVersion(env.sql, { type, id, resource, commitTs: env.commit.commitTs }, env.writes)
+    yield* writeIndex(env.sql, stored.rkey, type, stored.version, extractIndex(stored.resource, env.catalog), env.writes)
     return stored
+  })
+
+/** A create that passed its checks and validation, ready for `writeCreates`. */
+export interface CheckedCreate {
+  readonly type: string
+  readonly id: string
+  readonly resource: Record<string, unknown>
+}
+
+/** The checks and the validation of `createCommand`, with the same errors; the references are noted. */
+export const checkCreate = (
+  env: CommandEnv,
+  type: string,
+  body: Record<string, unknown>,
+  id: string
+): Effect.Effect<CheckedCreate, FhirError> =>
+  Effect.suspend(() => {
+    const problem = knownType(env.catalog, type) ?? bodyMatches(body, type)
+    if (problem) return Effect.fail(problem)
+    const validation = validateForWrite({ ...body, id }, env.catalog)
+    if (!isValid(validation.issues)) return invalidResource(`${type}/${id}`, validation.issues)
+    env.references.add(`${type}/${id}`, validation.references)
+    return Effect.succeed({ type, id, resource: body })
+  })
+
+/**
+ * Writes checked creates (distinct resources) as `createCommand` would one by one, with one upsert of
+ * `resources` for all of them; their versions and index rows join the command's batch.
+ */
+export const writeCreates = (env: CommandEnv, creates: ReadonlyArray<CheckedCreate>): Effect.Effect<ReadonlyArray<Written>, SqlError> =>
+  Effect.gen(function*() {
+    if (creates.length === 0) return []
+    const stored = yield* putVersions(env.sql, creates, env.commit.commitTs, env.writes)
+    const written: Array<Written> = []
+    for (const [n, create] of creates.entries()) {
+      const version = stored[n]!
+      yield* writeIndex(env.sql, version.rkey, create.type, version.version, extractIndex(version.resource, env.catalog), env.writes)
+      env.commit.record({ type: create.type, id: create.id, version: version.version, op: "create" })
+      written.push({ type: create.type, id: create.id, stored: version, created: true })
+    }
+    return written
   })
 
 export const createCommand = (
@@ -80,6 +139,7 @@ export const updateCommand = (
     yield* check(knownType(env.catalog, type))
     yield* check(validId(id))
     yield* check(bodyMatches(body, type, id))
+    yield* settle(env)
     const current = yield* readCurrent(env.sql, type, id)
     if (current === undefined && !env.updateAsCreate) {
       return yield* fail("not-supported", `${type}/${id} does not exist, and this server does not create resources with client ids on update (conformance.update_as_create)`, 405)
@@ -101,6 +161,7 @@ export const patchCommand = (
 ): Effect.Effect<Written, FhirError | SqlError> =>
   Effect.gen(function*() {
     yield* check(knownType(env.catalog, type))
+    yield* settle(env)
     const current = yield* readCurrent(env.sql, type, id)
     if (current === undefined) return yield* fail("not-found", `${type}/${id} is not known`)
     if (current.content === null) return yield* fail("deleted", `${type}/${id} was deleted (version ${current.version})`)
@@ -132,6 +193,7 @@ export interface Deleted {
 export const deleteCommand = (env: CommandEnv, type: string, id: string): Effect.Effect<Deleted, FhirError | SqlError> =>
   Effect.gen(function*() {
     yield* check(knownType(env.catalog, type))
+    yield* settle(env)
     const deleted = yield* deleteResource(env.sql, { type, id, commitTs: env.commit.commitTs })
     if (deleted === undefined) return yield* fail("not-found", `${type}/${id} is not known`)
     if (deleted.changed) {

@@ -22,6 +22,7 @@ import {
   deleteCommand,
   type Patcher,
   patchCommand,
+  settle,
   updateCommand,
   type Written
 } from "./commands.ts"
@@ -102,7 +103,7 @@ export const createUnlessFound = (
 ): Effect.Effect<CreateOutcome, FhirError | SqlError> =>
   match === undefined
     ? Effect.map(createCommand(env, type, body, id), (written) => ({ _tag: "created" as const, written }))
-    : Effect.map(currentOf(env.sql, type, match), (row) => ({ _tag: "found" as const, row }))
+    : Effect.zipRight(settle(env), Effect.map(currentOf(env.sql, type, match), (row) => ({ _tag: "found" as const, row })))
 
 /**
  * The id a conditional update writes: the match's (a body id must equal it: else a 400); without a
@@ -149,6 +150,7 @@ export const updateMatch = (
       return yield* fail("conflict", `If-Match names version ${ifMatch}, but the condition matches no ${type}`, 409)
     }
     if (!target.clientId) return yield* createCommand(env, type, body, target.id)
+    yield* settle(env)
     const current = yield* readCurrent(env.sql, type, target.id)
     if (current !== undefined && current.content !== null) {
       return yield* fail("conflict", `${type}/${target.id} exists but does not match the condition; a conditional update changes only a resource its condition matches`, 409)

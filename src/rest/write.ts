@@ -9,7 +9,7 @@ import { Database } from "../db/Database.ts"
 import { operationOutcome } from "../http/OperationOutcome.ts"
 import { type CommitContext, Writer } from "../store/Writer.ts"
 import { ifMatchVersion } from "./checks.ts"
-import { type CommandEnv, createCommand, deleteCommand, updateCommand } from "./commands.ts"
+import { type CommandEnv, createCommand, deleteCommand, runCommand, updateCommand } from "./commands.ts"
 import { createUnlessFound, deleteMatch, matchOne, readCondition, updateMatch } from "./conditional.ts"
 import { FhirError, invalidReferences } from "./FhirError.ts"
 import { referenceCheck } from "../validation/referencePolicy.ts"
@@ -29,7 +29,8 @@ export const inTransaction = <A, E, R>(request: FhirRequest, command: (env: Comm
     return yield* writer.commit((commit: CommitContext) =>
       Effect.gen(function*() {
         const references = referenceCheck(settings.referencePolicy, request.base, request.catalog)
-        const value = yield* command({ sql, catalog: request.catalog, updateAsCreate: settings.updateAsCreate, commit, base: request.base, references })
+        const env = { sql, catalog: request.catalog, updateAsCreate: settings.updateAsCreate, commit, base: request.base, references }
+        const value = yield* runCommand(env, command)
         const issues = yield* references.verify(sql)
         if (issues.length > 0) return yield* invalidReferences(issues)
         return value

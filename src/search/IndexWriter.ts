@@ -5,6 +5,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
+import { insertMany, type WriteBatch } from "../store/WriteBatch.ts"
 import type { IndexRow } from "./extract/IndexRow.ts"
 import { words } from "./extract/values.ts"
 
@@ -15,29 +16,42 @@ export const indexTables = [
 
 type Table = (typeof indexTables)[number]
 
-/** The table and column values of one index row. */
+const ascii = /^[\x00-\x7f]*$/
+
+/**
+ * `words` (what token `:text` compares), without its Unicode passes for ASCII text, where they change
+ * nothing: letters and digits are [A-Za-z0-9], there are no marks, and runs of anything else become one space.
+ */
+const displayWords = (value: string): string =>
+  ascii.test(value) ? value.replace(/[^A-Za-z0-9]+/g, " ").toLowerCase().trim() : words(value)
+
+/** The table and column values of one index row (object literals of one shape per table: the columns are the first row's keys). */
 const rowOf = (rkey: number, type: string, row: IndexRow): readonly [Table, Record<string, unknown>] => {
-  const base = { rkey, type, param: row.code }
+  const param = row.code
   switch (row.kind) {
     case "token":
       return ["search_token", {
-        ...base,
+        rkey,
+        type,
+        param,
         system: row.system,
         value: row.value,
         // Normalised like strings: what `:text` compares.
-        display: row.display == null ? null : words(row.display),
+        display: row.display == null ? null : displayWords(row.display),
         type_system: row.identifierType?.system ?? null,
         type_code: row.identifierType?.code ?? null
       }]
     case "string":
-      return ["search_string", { ...base, normalized: row.normalized, exact: row.exact }]
+      return ["search_string", { rkey, type, param, normalized: row.normalized, exact: row.exact }]
     case "date":
-      return ["search_date", { ...base, low: row.low, high: row.high }]
+      return ["search_date", { rkey, type, param, low: row.low, high: row.high }]
     case "number":
-      return ["search_number", { ...base, value: row.value, low: row.low, high: row.high }]
+      return ["search_number", { rkey, type, param, value: row.value, low: row.low, high: row.high }]
     case "quantity":
       return ["search_quantity", {
-        ...base,
+        rkey,
+        type,
+        param,
         value: row.value,
         system: row.system,
         unit: row.unit,
@@ -46,7 +60,9 @@ const rowOf = (rkey: number, type: string, row: IndexRow): readonly [Table, Reco
       }]
     case "reference":
       return ["search_reference", {
-        ...base,
+        rkey,
+        type,
+        param,
         target_type: row.targetType,
         target_id: row.targetId,
         url: row.url,
@@ -55,22 +71,20 @@ const rowOf = (rkey: number, type: string, row: IndexRow): readonly [Table, Reco
         identifier_value: row.identifier?.value ?? null
       }]
     case "uri":
-      return ["search_uri", { ...base, value: row.value }]
+      return ["search_uri", { rkey, type, param, value: row.value }]
     case "composite":
-      return ["search_composite", { ...base, parts: JSON.stringify(row.parts) }]
+      return ["search_composite", { rkey, type, param, parts: JSON.stringify(row.parts) }]
     case "near":
-      return ["search_near", { ...base, latitude: row.latitude, longitude: row.longitude }]
+      return ["search_near", { rkey, type, param, latitude: row.latitude, longitude: row.longitude }]
     case "compartment":
       return ["search_compartment", { rkey, type, compartment: row.code, target_id: row.targetId }]
   }
 }
 
-// Several rows per statement, well under SQLite's limit on bound values.
-const chunkSize = 200
-
 export const removeIndex = (sql: SqlClient.SqlClient, rkey: number): Effect.Effect<void, SqlError> =>
   Effect.forEach(indexTables, (table) => sql`DELETE FROM ${sql(table)} WHERE rkey = ${rkey}`, { discard: true })
 
+/** Rows by table, each table's in their order: as many rows per statement as the parameter limit allows. */
 const insertRows = (sql: SqlClient.SqlClient, rows: ReadonlyArray<readonly [Table, Record<string, unknown>]>): Effect.Effect<void, SqlError> => {
   const byTable = new Map<Table, Array<Record<string, unknown>>>()
   for (const [table, values] of rows) {
@@ -78,12 +92,7 @@ const insertRows = (sql: SqlClient.SqlClient, rows: ReadonlyArray<readonly [Tabl
     if (list) list.push(values)
     else byTable.set(table, [values])
   }
-  return Effect.forEach([...byTable], ([table, values]) =>
-    Effect.forEach(
-      Array.from({ length: Math.ceil(values.length / chunkSize) }, (_, i) => values.slice(i * chunkSize, (i + 1) * chunkSize)),
-      (chunk) => sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`,
-      { discard: true }
-    ), { discard: true })
+  return Effect.forEach(byTable, ([table, values]) => insertMany(sql, table, values), { discard: true })
 }
 
 export const insertIndex = (sql: SqlClient.SqlClient, rkey: number, type: string, rows: ReadonlyArray<IndexRow>): Effect.Effect<void, SqlError> =>
@@ -105,6 +114,20 @@ export const replaceIndexes = (sql: SqlClient.SqlClient, resources: ReadonlyArra
   )
 }
 
-/** The index of a new version: a resource's first version only inserts. */
-export const writeIndex = (sql: SqlClient.SqlClient, rkey: number, type: string, version: number, rows: ReadonlyArray<IndexRow>) =>
-  version === 1 ? insertIndex(sql, rkey, type, rows) : Effect.zipRight(removeIndex(sql, rkey), insertIndex(sql, rkey, type, rows))
+/** Notes the index rows of a resource in `batch`, to be inserted with the batch. */
+export const batchIndex = (batch: WriteBatch, rkey: number, type: string, rows: ReadonlyArray<IndexRow>): void => {
+  for (const row of rows) {
+    const [table, values] = rowOf(rkey, type, row)
+    batch.add(table, values)
+  }
+}
+
+/**
+ * The index of a new version: a resource's first version only inserts. With a `batch`, the new rows
+ * join it (an update's old rows are removed at once: the batch holds none of them, since a command
+ * flushes it before it reads a resource it updates).
+ */
+export const writeIndex = (sql: SqlClient.SqlClient, rkey: number, type: string, version: number, rows: ReadonlyArray<IndexRow>, batch?: WriteBatch) => {
+  const insert = batch === undefined ? insertIndex(sql, rkey, type, rows) : Effect.sync(() => batchIndex(batch, rkey, type, rows))
+  return version === 1 ? insert : Effect.zipRight(removeIndex(sql, rkey), insert)
+}

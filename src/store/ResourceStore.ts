@@ -5,6 +5,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
+import { rowsPerStatement, type WriteBatch } from "./WriteBatch.ts"
 
 export type Operation = "create" | "update" | "delete"
 
@@ -39,11 +40,12 @@ export const withServerMeta = (
 
 /**
  * Writes a new version of `type/id` (creating the resource when it is new). Runs inside the
- * Writer's transaction, which gives `commitTs`.
+ * Writer's transaction, which gives `commitTs`. With a `batch`, the version row joins it.
  */
 export const putVersion = (
   sql: SqlClient.SqlClient,
-  input: { readonly type: string; readonly id: string; readonly resource: Record<string, unknown>; readonly commitTs: number }
+  input: { readonly type: string; readonly id: string; readonly resource: Record<string, unknown>; readonly commitTs: number },
+  batch?: WriteBatch
 ): Effect.Effect<StoredVersion, SqlError> =>
   Effect.gen(function*() {
     const rows = yield* sql<{ readonly rkey: number | string; readonly version: number}>`
@@ -58,10 +60,54 @@ export const putVersion = (
     const resource = withServerMeta(input.resource, input.id, row.version, input.commitTs)
     const content = JSON.stringify(resource)
     const op: Operation = row.version === 1 ? "create" : "update"
-    yield* sql`
-      INSERT INTO resource_versions (rkey, version, commit_ts, op, content)
-      VALUES (${row.rkey}, ${row.version}, ${input.commitTs}, ${op}, ${content})`
+    if (batch === undefined) {
+      yield* sql`
+        INSERT INTO resource_versions (rkey, version, commit_ts, op, content)
+        VALUES (${row.rkey}, ${row.version}, ${input.commitTs}, ${op}, ${content})`
+    } else {
+      batch.add("resource_versions", { rkey: row.rkey, version: row.version, commit_ts: input.commitTs, op, content })
+    }
     return { rkey: Number(row.rkey), version: row.version, resource, content }
+  })
+
+export interface NewVersion {
+  readonly type: string
+  readonly id: string
+  readonly resource: Record<string, unknown>
+}
+
+/**
+ * `putVersion` for many resources of one transaction (distinct `type/id`s), with one multi-row upsert of
+ * `resources` per parameter limit; their version rows join `batch`. In the order given.
+ */
+export const putVersions = (
+  sql: SqlClient.SqlClient,
+  inputs: ReadonlyArray<NewVersion>,
+  commitTs: number,
+  batch: WriteBatch
+): Effect.Effect<ReadonlyArray<StoredVersion>, SqlError> =>
+  Effect.gen(function*() {
+    const deleted = sql.onDialectOrElse({ pg: () => false, orElse: () => 0 })
+    const size = rowsPerStatement(sql, 5)
+    const keys = new Map<string, { readonly rkey: number; readonly version: number }>()
+    for (let start = 0; start < inputs.length; start += size) {
+      const rows = inputs.slice(start, start + size).map((input) => ({ type: input.type, id: input.id, version: 1, commit_ts: commitTs, deleted }))
+      const returned = yield* sql<{ readonly rkey: number | string; readonly type: string; readonly id: string; readonly version: number }>`
+        INSERT INTO resources ${sql.insert(rows)}
+        ON CONFLICT (type, id) DO UPDATE SET
+          version = resources.version + 1,
+          commit_ts = excluded.commit_ts,
+          deleted = excluded.deleted
+        RETURNING rkey, type, id, version`
+      for (const row of returned) keys.set(`${row.type}/${row.id}`, { rkey: Number(row.rkey), version: Number(row.version) })
+    }
+    return inputs.map((input) => {
+      const row = keys.get(`${input.type}/${input.id}`)!
+      const resource = withServerMeta(input.resource, input.id, row.version, commitTs)
+      const content = JSON.stringify(resource)
+      batch.add("resource_versions", { rkey: row.rkey, version: row.version, commit_ts: commitTs, op: row.version === 1 ? "create" : "update", content })
+      return { rkey: row.rkey, version: row.version, resource, content }
+    })
   })
 
 /**

@@ -91,6 +91,27 @@ for (const backend of backends) {
           expect((yield* call("GET", `${base}/Patient/${b.id}`)).status).toBe(410)
         }))
 
+      it.effect("answers a search entry with the resources and index rows the Bundle's own creates wrote", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const system = `http://example.org/mrn/${Math.random().toString(36).slice(2)}`
+          const reply = yield* call("POST", base, {
+            body: bundle("transaction", [
+              { request: { method: "GET", url: `Patient?identifier=${encodeURIComponent(`${system}|`)}` } },
+              post({ resourceType: "Patient", identifier: [{ system, value: "1" }], gender: "female" }),
+              post({ resourceType: "Patient", identifier: [{ system, value: "2" }], gender: "male" }),
+              { request: { method: "GET", url: `Patient?identifier=${encodeURIComponent(`${system}|2`)}&gender=male` } }
+            ])
+          })
+          expect(reply.status).toBe(200)
+          const [all, first, second, one] = reply.json.entry
+          expect(first.response.status).toBe("201 Created")
+          expect(second.response.status).toBe("201 Created")
+          const ids = (searchset: { entry?: ReadonlyArray<{ resource: { id: string } }> }) => (searchset.entry ?? []).map((entry) => entry.resource.id).sort()
+          expect(ids(all.resource)).toEqual([first.resource.id, second.resource.id].sort())
+          expect(ids(one.resource)).toEqual([second.resource.id])
+        }))
+
       it.effect("applies a FHIRPath Patch entry and refuses a stale ifMatch with 409 naming the entry", () =>
         Effect.gen(function*() {
           const { base } = yield* Server

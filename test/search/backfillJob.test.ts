@@ -15,7 +15,7 @@ import { Database } from "../../src/db/Database.ts"
 import { make as makeReadiness, Readiness, Reasons } from "../../src/http/Readiness.ts"
 import * as Log from "../../src/logging/Log.ts"
 import { installPackage } from "../../src/packages/Installer.ts"
-import { createCommand } from "../../src/rest/commands.ts"
+import { createCommand, runCommand } from "../../src/rest/commands.ts"
 import { Backfill, type BackfillOptions, make as makeBackfill } from "../../src/search/Backfill.ts"
 import { Writer } from "../../src/store/Writer.ts"
 import { backends } from "../support/backends.ts"
@@ -47,7 +47,8 @@ const createPatients = (families: ReadonlyArray<string>) =>
     return yield* Effect.forEach(families, (family) =>
       Effect.map(
         writer.commit((commit) =>
-          createCommand({ sql, catalog: before, updateAsCreate: false, base: "", references: referenceCheck("fhir", "", before), commit }, "Patient", { resourceType: "Patient", gender: "female", name: [{ family }] })),
+          runCommand({ sql, catalog: before, updateAsCreate: false, base: "", references: referenceCheck("fhir", "", before), commit }, (env) =>
+            createCommand(env, "Patient", { resourceType: "Patient", gender: "female", name: [{ family }] }))),
         (result) => result.value
       ))
   })

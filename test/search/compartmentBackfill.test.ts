@@ -9,7 +9,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { build } from "../../src/catalog/Catalog.ts"
 import { Database } from "../../src/db/Database.ts"
-import { createCommand } from "../../src/rest/commands.ts"
+import { createCommand, runCommand } from "../../src/rest/commands.ts"
 import { make as makeBackfill } from "../../src/search/Backfill.ts"
 import { Writer } from "../../src/store/Writer.ts"
 import { referenceCheck } from "../../src/validation/referencePolicy.ts"
@@ -35,7 +35,8 @@ for (const backend of backends) {
         const writer = yield* Writer
         const create = (type: string, body: Record<string, unknown>, id: string) =>
           writer.commit((commit) =>
-            createCommand({ sql, catalog: without, updateAsCreate: false, base: "", references: referenceCheck("fhir", "", without), commit }, type, body, id))
+            runCommand({ sql, catalog: without, updateAsCreate: false, base: "", references: referenceCheck("fhir", "", without), commit }, (env) =>
+              createCommand(env, type, body, id)))
         yield* create("Patient", { resourceType: "Patient" }, "p1")
         yield* create("Observation", { resourceType: "Observation", status: "final", code: { text: "x" }, subject: { reference: "Patient/p1" } }, "o1")
         const backfill = yield* makeBackfill()

@@ -7,7 +7,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { build } from "../../src/catalog/Catalog.ts"
 import { Database } from "../../src/db/Database.ts"
-import { type CommandEnv, createCommand, deleteCommand, updateCommand } from "../../src/rest/commands.ts"
+import { type CommandEnv, createCommand, deleteCommand, runCommand, updateCommand } from "../../src/rest/commands.ts"
 import { Writer } from "../../src/store/Writer.ts"
 import { backends } from "../support/backends.ts"
 import { withStore } from "../support/store.ts"
@@ -24,7 +24,7 @@ const run = <A, E>(command: (env: CommandEnv) => Effect.Effect<A, E>) =>
   Effect.gen(function*() {
     const { writer: sql } = yield* Database
     const writer = yield* Writer
-    return (yield* writer.commit((commit) => command({ sql, catalog, updateAsCreate: false, base: "", references: referenceCheck("fhir", "", catalog), commit }))).value
+    return (yield* writer.commit((commit) => runCommand({ sql, catalog, updateAsCreate: false, base: "", references: referenceCheck("fhir", "", catalog), commit }, command))).value
   })
 
 const genderRows = (id: string) =>

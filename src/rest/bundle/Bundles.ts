@@ -13,13 +13,13 @@ import { fail, FhirError } from "../FhirError.ts"
 import type { FhirRequest } from "../FhirRequest.ts"
 import { resourceBody } from "../respond.ts"
 import { bundleText } from "../bundleText.ts"
-import type { CommandEnv } from "../commands.ts"
+import { type CheckedCreate, type CommandEnv, settle, writeCreates } from "../commands.ts"
 import { type Condition, matchOne, updateTarget } from "../conditional.ts"
 import { commitHeader, inTransaction } from "../write.ts"
 import { conditionKey, conditionOf, interactionName, resolveReferences } from "./conditions.ts"
 import { type Entry, parseBundle } from "./entries.ts"
 import { type Rewrite, rewrite } from "./references.ts"
-import { type EntryResult, isConditional, type Plan, runEntry, statusLine, unsupported } from "./run.ts"
+import { checkedCreate, type EntryResult, fromWritten, isConditional, type Plan, runEntry, statusLine, unsupported } from "./run.ts"
 
 const order: Record<Entry["method"], number> = { DELETE: 0, POST: 1, PUT: 2, PATCH: 2, GET: 3, HEAD: 3 }
 
@@ -96,7 +96,7 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
         const matchOf = (entry: Entry) => {
           const condition = conditions.get(entry.index)
           if (condition === undefined) return Effect.succeed(undefined)
-          return Effect.map(named(entry, matchOne(env.sql, condition, interactionName(entry))), (match) => ({ condition, match }))
+          return Effect.map(named(entry, Effect.zipRight(settle(env), matchOne(env.sql, condition, interactionName(entry)))), (match) => ({ condition, match }))
         }
         const touched = new Touched()
         const touch = (entry: Entry, id: string | undefined) => {
@@ -144,7 +144,7 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
         for (const entry of entries) {
           const plan = plans.get(entry.index)
           if (plan?.resource === undefined || (entry.method === "POST" && plan.condition?.match !== undefined)) continue
-          const references = yield* named(entry, resolveReferences(env, entry, plan.resource, created))
+          const references = yield* named(entry, Effect.zipRight(settle(env), resolveReferences(env, entry, plan.resource, created)))
           const state: Rewrite = { replacements: references.size === 0 ? replacements : new Map([...replacements, ...references]), unresolved: [] }
           const resource = rewrite(plan.resource, state) as Record<string, unknown>
           if (state.unresolved.length > 0) {
@@ -154,10 +154,28 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
         }
 
         // 4. POST, then PUT and PATCH, then GET and HEAD, each kind in Bundle order.
+        // Consecutive plain creates are checked one by one and written together.
         const ordered = entries.filter((e) => e.method !== "DELETE").sort((a, b) => order[a.method] - order[b.method] || a.index - b.index)
+        let creates: Array<readonly [Entry, CheckedCreate]> = []
+        const writePending = Effect.suspend(() => {
+          const group = creates
+          creates = []
+          return Effect.map(writeCreates(env, group.map(([, create]) => create)), (written) =>
+            written.forEach((one, n) => results.set(group[n]![0].index, fromWritten(one, env.commit.commitTs))))
+        })
         for (const entry of ordered) {
-          results.set(entry.index, yield* named(entry, runEntry(env, entry, plans.get(entry.index) ?? { resource: undefined })))
+          const plan = plans.get(entry.index) ?? { resource: undefined }
+          const check = checkedCreate(env, entry, plan)
+          if (check !== undefined) {
+            creates.push([entry, yield* named(entry, check)])
+            continue
+          }
+          yield* writePending
+          // Reads see the writes before them.
+          if (entry.method === "GET" || entry.method === "HEAD") yield* settle(env)
+          results.set(entry.index, yield* named(entry, runEntry(env, entry, plan)))
         }
+        yield* writePending
         return results
       }))
     const now = yield* Clock.currentTimeMillis

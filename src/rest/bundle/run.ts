@@ -6,7 +6,17 @@ import { jsonPatch } from "../patch/jsonPatch.ts"
 import { readCurrent, readVersion, type VersionRow } from "../../store/reads.ts"
 import { instantOf } from "../../store/ResourceStore.ts"
 import { ifMatchVersion, knownType } from "../checks.ts"
-import { type CommandEnv, createCommand, deleteCommand, type Patcher, patchCommand, updateCommand, type Written } from "../commands.ts"
+import {
+  type CheckedCreate,
+  checkCreate,
+  type CommandEnv,
+  createCommand,
+  deleteCommand,
+  type Patcher,
+  patchCommand,
+  updateCommand,
+  type Written
+} from "../commands.ts"
 import { type Condition, createUnlessFound, deleteMatch, patchMatch, updateMatch } from "../conditional.ts"
 import type { Match } from "../../search/plan/query.ts"
 import { searchset } from "../search.ts"
@@ -73,7 +83,7 @@ const patcherOf = (resource: Record<string, unknown>): Patcher | FhirError => {
   return fail("invalid", "a PATCH entry carries a Parameters resource (FHIRPath Patch) or a Binary with contentType application/json-patch+json")
 }
 
-const fromWritten = (written: Written, commitTs: number): EntryResult => ({
+export const fromWritten = (written: Written, commitTs: number): EntryResult => ({
   status: written.created ? 201 : 200,
   location: `${written.type}/${written.id}/_history/${written.stored.version}`,
   etag: `W/"${written.stored.version}"`,
@@ -109,6 +119,23 @@ const fromFound = (row: VersionRow): EntryResult => ({
   lastModified: instantOf(row.commitTs),
   resource: row.content ?? undefined
 })
+
+/**
+ * A POST without a condition, checked as `runEntry` checks it (the same errors, in the same order) but not
+ * written: consecutive ones are written together (`writeCreates`). Undefined for other entries.
+ */
+export const checkedCreate = (env: CommandEnv, entry: Entry, plan: Plan): Effect.Effect<CheckedCreate, FhirError> | undefined => {
+  if (entry.method !== "POST" || plan.condition !== undefined || plan.id === undefined) return undefined
+  const id = plan.id
+  return Effect.suspend(() => {
+    const problem = unsupported(entry)
+    if (problem) return Effect.fail(problem)
+    const expected = ifMatchVersion(entry.ifMatch)
+    if (expected instanceof FhirError) return Effect.fail(expected)
+    if (entry.target._tag !== "type") return Effect.fail(fail("invalid", `POST needs a URL of the form Type`))
+    return checkCreate(env, entry.target.type, plan.resource!, id)
+  })
+}
 
 /** Runs one entry as planned. */
 export const runEntry = (env: CommandEnv, entry: Entry, plan: Plan): Effect.Effect<EntryResult, FhirError | SqlError> =>

@@ -1,0 +1,76 @@
+/**
+ * Rows a Writer command inserts, held back and written a table at a time in multi-row INSERTs: the
+ * versions and search index rows of a transaction Bundle's resources cost a few statements instead of
+ * several per resource. A command flushes the batch before it reads what the batch may hold, and the
+ * Writer's transaction flushes it before it ends, so nothing is read or committed without it.
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect } from "effect"
+
+/** The most values one statement may bind: SQLite's SQLITE_MAX_VARIABLE_NUMBER (since 3.32) and Postgres's protocol limit. */
+export const parameterLimit = { sqlite: 32766, pg: 65535 } as const
+
+/** How many rows of `columns` values fit one statement. */
+export const rowsPerStatement = (sql: SqlClient.SqlClient, columns: number): number =>
+  Math.max(1, Math.floor(sql.onDialectOrElse({ pg: () => parameterLimit.pg, orElse: () => parameterLimit.sqlite }) / Math.max(1, columns)))
+
+/**
+ * The sizes of the statements that insert `count` rows, `max` at most each. On SQLite a statement's text
+ * is prepared once and kept (the client's cache of prepared statements), and preparing one with thousands
+ * of values costs about a millisecond: its sizes are powers of two, so that a few texts serve every count.
+ */
+export const chunkSizes = (sql: SqlClient.SqlClient, count: number, max: number): ReadonlyArray<number> => {
+  const sizes: Array<number> = []
+  const powers = sql.onDialectOrElse({ pg: () => false, orElse: () => true })
+  let left = count
+  while (left > 0) {
+    let size = Math.min(left, max)
+    if (powers) size = 2 ** Math.floor(Math.log2(size))
+    sizes.push(size)
+    left -= size
+  }
+  return sizes
+}
+
+/**
+ * Inserts `rows` (all with the same columns, in the same order) into `table` in as few statements as
+ * the parameter limit allows (see `chunkSizes`), in their order.
+ */
+export const insertMany = (
+  sql: SqlClient.SqlClient,
+  table: string,
+  rows: ReadonlyArray<Record<string, unknown>>
+): Effect.Effect<void, SqlError> => {
+  if (rows.length === 0) return Effect.void
+  let start = 0
+  const chunks = chunkSizes(sql, rows.length, rowsPerStatement(sql, Object.keys(rows[0]!).length)).map((size) => {
+    const chunk = rows.slice(start, start + size)
+    start += size
+    return chunk
+  })
+  return Effect.forEach(chunks, (chunk) => sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`, { discard: true })
+}
+
+export class WriteBatch {
+  private tables = new Map<string, Array<Record<string, unknown>>>()
+
+  /** Notes a row for `table`; rows of a table are inserted in the order they were added. */
+  add(table: string, row: Record<string, unknown>): void {
+    const rows = this.tables.get(table)
+    if (rows) rows.push(row)
+    else this.tables.set(table, [row])
+  }
+
+  get isEmpty(): boolean {
+    return this.tables.size === 0
+  }
+
+  /** Inserts what was added since the last flush. */
+  flush(sql: SqlClient.SqlClient): Effect.Effect<void, SqlError> {
+    if (this.tables.size === 0) return Effect.void
+    const tables = this.tables
+    this.tables = new Map()
+    return Effect.forEach(tables, ([table, rows]) => insertMany(sql, table, rows), { discard: true })
+  }
+}

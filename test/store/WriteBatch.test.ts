@@ -1,0 +1,60 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { Database } from "../../src/db/Database.ts"
+import { chunkSizes, insertMany, parameterLimit, rowsPerStatement, WriteBatch } from "../../src/store/WriteBatch.ts"
+import { backends } from "../support/backends.ts"
+import { withStore } from "../support/store.ts"
+
+/** `count` rows of search_date (five columns), numbered in `param`. */
+const dateRows = (count: number) =>
+  Array.from({ length: count }, (_, n) => ({ rkey: n, type: "Observation", param: `p${n}`, low: n, high: n + 1 }))
+
+for (const backend of backends) {
+  describe.skipIf(backend.skip)(`batched inserts on ${backend.kind}`, () => {
+    it.scoped("bind at most the database's parameter limit per statement, and the limit is the database's", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        const { writer: sql } = yield* Database
+        const limit = backend.kind === "postgres" ? parameterLimit.pg : parameterLimit.sqlite
+        const perStatement = rowsPerStatement(sql, 5)
+        expect(perStatement).toBe(Math.floor(limit / 5))
+        for (const count of [1, 7, perStatement, perStatement + 1, 3 * perStatement + 2]) {
+          const sizes = chunkSizes(sql, count, perStatement)
+          expect(sizes.reduce((a, b) => a + b, 0)).toBe(count)
+          expect(Math.max(...sizes) * 5).toBeLessThanOrEqual(limit)
+        }
+        // A statement with exactly the limit's values runs; one more value is refused.
+        const values = (n: number) => Array.from({ length: n }, (_, i) => i)
+        const atLimit = yield* sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources WHERE rkey IN ${sql.in(values(limit))}`
+        expect(Number(atLimit[0]!.n)).toBe(0)
+        const over = yield* Effect.either(sql`SELECT count(*) AS n FROM resources WHERE rkey IN ${sql.in(values(limit + 1))}`)
+        expect(over._tag).toBe("Left")
+      })))
+
+    it.scoped("insert rows past the limit of one statement, all of them, in their order", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        const { writer: sql } = yield* Database
+        const count = 2 * rowsPerStatement(sql, 5) + 3
+        yield* sql.withTransaction(insertMany(sql, "search_date", dateRows(count)))
+        const rows = yield* sql<{ readonly rkey: number | string; readonly param: string; readonly low: number | string }>`
+          SELECT rkey, param, low FROM search_date ORDER BY rkey`
+        expect(rows.length).toBe(count)
+        expect(rows.every((row, n) => Number(row.rkey) === n && row.param === `p${n}` && Number(row.low) === n)).toBe(true)
+      })))
+
+    it.scoped("hold rows until flushed, then insert each table's rows once", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        const { writer: sql } = yield* Database
+        const batch = new WriteBatch()
+        for (const row of dateRows(3)) batch.add("search_date", row)
+        batch.add("search_uri", { rkey: 1, type: "Observation", param: "url", value: "http://example.org" })
+        const count = (table: "search_date" | "search_uri") =>
+          Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM ${sql(table)}`, (rows) => Number(rows[0]!.n))
+        expect(batch.isEmpty).toBe(false)
+        expect(yield* count("search_date")).toBe(0)
+        yield* batch.flush(sql)
+        expect(batch.isEmpty).toBe(true)
+        yield* batch.flush(sql)
+        expect([yield* count("search_date"), yield* count("search_uri")]).toEqual([3, 1])
+      })))
+  })
+}
