@@ -9,10 +9,11 @@ import type { Catalog } from "../../catalog/Catalog.ts"
 import { compartmentRows } from "./compartments.ts"
 import type { CompositeRow, IndexRow, SkippedValue } from "./IndexRow.ts"
 import { type FhirNode, typed } from "./nodes.ts"
-import { planFor, type ParameterPlan, type TypePlan } from "./plan.ts"
+import { type Engine, planFor, type ParameterPlan, type TypePlan } from "./plan.ts"
 import { rowsOf, type ValueContext } from "./values.ts"
 
 export type * from "./IndexRow.ts"
+export type { Engine } from "./plan.ts"
 
 export interface Extraction {
   readonly rows: ReadonlyArray<IndexRow>
@@ -21,9 +22,13 @@ export interface Extraction {
 }
 
 /** The rows of `resource`, with what was skipped; no rows for a resource type the catalog does not know. */
-export const extractIndexReport = (resource: Readonly<Record<string, unknown>>, catalog: Catalog): Extraction => {
+export const extractIndexReport = (
+  resource: Readonly<Record<string, unknown>>,
+  catalog: Catalog,
+  engine: Engine = "compiled"
+): Extraction => {
   const type = resource["resourceType"]
-  const plan = typeof type === "string" ? planFor(catalog, type) : undefined
+  const plan = typeof type === "string" ? planFor(catalog, type, engine) : undefined
   if (plan === undefined) return { rows: [], skipped: [] }
   const rows: Array<IndexRow> = []
   const skipped: Array<SkippedValue> = []
@@ -45,7 +50,7 @@ export const extractIndexReport = (resource: Readonly<Record<string, unknown>>, 
       else for (const row of rowsOf(parameter.param.type, parameter.param.code, value, ctx)) own.push(row)
     }
     // The branches of a union are evaluated one by one (see compileBranches): drop the rows they share.
-    if (parameter.union) {
+    if (parameter.union && own.length > 1) {
       const seen = new Set<string>()
       for (const row of own) {
         const key = JSON.stringify(row)
