@@ -32,7 +32,7 @@ export const extractIndexReport = (
   if (plan === undefined) return { rows: [], skipped: [] }
   const rows: Array<IndexRow> = []
   const skipped: Array<SkippedValue> = []
-  const ctx: ValueContext = { codeSystem: plan.codeSystem, skip: (code, reason) => skipped.push({ code, reason }) }
+  const ctx: ValueContext = { codeSystem: plan.codeSystem, canonical: plan.canonical, skip: (code, reason) => skipped.push({ code, reason }) }
   for (const parameter of plan.parameters) {
     if (parameter.keys !== undefined && !parameter.keys.some((key) => resource[key] !== undefined)) continue
     let results: ReadonlyArray<unknown>

@@ -6,6 +6,7 @@
 import type { Catalog, SearchParameterDef } from "../../catalog/Catalog.ts"
 import { compile, compileBranches, type Engine, type Evaluate, isCompiled, prepare } from "./expressions.ts"
 import { elementPath, type FhirNode } from "./nodes.ts"
+import { type Canonical, canonicalizer } from "./ucum.ts"
 
 export interface ComponentPlan {
   readonly type: string
@@ -30,6 +31,8 @@ export interface TypePlan {
   /** Parameters whose expression did not compile, by code. */
   readonly uncompiled: ReadonlyArray<string>
   readonly codeSystem: (node: FhirNode) => string | null
+  /** `toCanonical`, remembering the units it has read. */
+  readonly canonical: (value: number, unit: string) => Canonical | undefined
   /** A component expression compiled relative to the element path it runs on. */
   readonly component: (expression: string, base: string) => Evaluate | undefined
 }
@@ -86,11 +89,12 @@ const buildPlan = (catalog: Catalog, type: string, engine: Engine): TypePlan => 
     const compiled = engine === "compiled" && prepared.branches.every((branch) => isCompiled(branch))
     parameters.push({ param, evaluate, union: prepared.branches.length > 1, keys: prepared.keys, components, compiled })
   }
-  const componentCache = new Map<string, Evaluate | undefined>()
+  const componentCache = new Map<string, Map<string, Evaluate | undefined>>()
   const systems = new Map<string, string | null>()
   return {
     parameters,
     uncompiled,
+    canonical: canonicalizer(),
     codeSystem: (node) => {
       const path = elementPath(node)
       if (path === undefined) return null
@@ -102,9 +106,13 @@ const buildPlan = (catalog: Catalog, type: string, engine: Engine): TypePlan => 
       return system
     },
     component: (expression, base) => {
-      const key = `${base}\u0000${expression}`
-      if (!componentCache.has(key)) componentCache.set(key, compile(expression, base, engine))
-      return componentCache.get(key)
+      let byExpression = componentCache.get(base)
+      if (byExpression === undefined) {
+        byExpression = new Map()
+        componentCache.set(base, byExpression)
+      }
+      if (!byExpression.has(expression)) byExpression.set(expression, compile(expression, base, engine))
+      return byExpression.get(expression)
     }
   }
 }
