@@ -252,6 +252,9 @@ const refIsCall = new RegExp(`^where\\(refIs\\(${quoted}\\)\\)`)
 const whereEqualCall = new RegExp(`^where\\(([a-z][A-Za-z0-9_]*)\\s*=\\s*${quoted}\\)`)
 const extensionCall = new RegExp(`^extension\\(${quoted}\\)`)
 
+/** Literals and operators of FHIRPath, never element names here. */
+const keywords = new Set(["true", "false", "and", "or", "xor", "implies", "div", "mod", "in", "contains", "is", "as"])
+
 const validType = (name: string) => systemTypes.has(name) || availableTypes.has(name)
 
 /** The steps of a path, or undefined when the text is more than this compiler reads. */
@@ -262,7 +265,7 @@ const parse = (text: string): ReadonlyArray<Step> | undefined => {
   let head = true
   let dot = false
   while (rest !== "") {
-    if (rest.startsWith("(") && (head || dot) && steps.length === 0) {
+    if (rest.startsWith("(") && head) {
       depth++
       rest = rest.slice(1)
       continue
@@ -296,7 +299,7 @@ const parse = (text: string): ReadonlyArray<Step> | undefined => {
     else if ((match = identifier.exec(rest)) !== null) {
       const name = match[0]
       const after = rest.slice(name.length)
-      if (after.startsWith("(") || /^\s/.test(after)) return undefined
+      if (after.startsWith("(") || /^\s/.test(after) || keywords.has(name)) return undefined
       if (head) steps.push(headStep(name))
       else if (/^[A-Z]/.test(name)) return undefined
       else steps.push(childStep(name))

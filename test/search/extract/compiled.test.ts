@@ -129,6 +129,8 @@ describe("compiled paths against fhirpath.js on small inputs", () => {
     expect(isCompiled("Patient.deceased.exists() and Patient.deceased != false")).toBe(false)
     expect(isCompiled("Patient.name.where(given.exists())")).toBe(false)
     expect(isCompiled("Patient.link.other.resolve()")).toBe(false)
+    expect(isCompiled("true")).toBe(false)
+    expect(isCompiled("Patient.name.given[0] | %resource.id")).toBe(false)
     // An equality on a number, and a union of two values, are decided by fhirpath.js at run time.
     const odd = { resourceType: "Patient", telecom: [{ system: 3, value: "x" }], name: [{ family: "a" }, { family: "b" }] }
     for (const expression of ["Patient.telecom.where(system='3')", "Patient.name.family | Patient.name.family"]) {
