@@ -9,13 +9,19 @@
  * `--cpu-prof` records a CPU profile of the measured rounds (node:inspector), prints the functions with the
  * most self time and writes the profile (`extract.cpuprofile` unless named) for Chrome DevTools.
  */
-import { writeFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector"
+import { findSourceMap, type SourceMapping } from "node:module"
 import { performance } from "node:perf_hooks"
-import { build } from "../../src/catalog/Catalog.ts"
-import { type Engine, extractIndexReport } from "../../src/search/extract/extractIndex.ts"
-import { loadR4Conformance } from "../../test/support/r4Examples.ts"
-import { loadSynthea } from "../../test/support/synthea.ts"
+import { fileURLToPath } from "node:url"
+import type { Engine } from "../../src/search/extract/extractIndex.ts"
+
+// Source maps before the modules load, so that profile positions read as lines of the TypeScript.
+process.setSourceMapsEnabled(true)
+const { build } = await import("../../src/catalog/Catalog.ts")
+const { extractIndexReport } = await import("../../src/search/extract/extractIndex.ts")
+const { loadR4Conformance } = await import("../../test/support/r4Examples.ts")
+const { loadSynthea } = await import("../../test/support/synthea.ts")
 
 const flag = (name: string): string | undefined => {
   const arg = process.argv.find((a) => a === `--${name}` || a.startsWith(`--${name}=`))
@@ -92,8 +98,26 @@ for (const [type, e] of sorted) {
 
 interface ProfileNode {
   readonly id: number
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number; readonly columnNumber: number }
   readonly hitCount?: number
+}
+
+const sources = new Map<string, ReadonlyArray<string>>()
+
+/** `file:line` in the TypeScript source and the start of that line, or the position as given. */
+const locate = (frame: ProfileNode["callFrame"]): string => {
+  const entry = frame.url === "" ? undefined : findSourceMap(frame.url)?.findEntry(frame.lineNumber, frame.columnNumber)
+  const original = entry !== undefined && "originalSource" in entry ? (entry as SourceMapping) : undefined
+  const url = original?.originalSource ?? frame.url
+  const line = original?.originalLine ?? frame.lineNumber
+  const short = url.replace(/^.*\/node_modules\//, "").replace(/^.*\/(src|scripts|test)\//, "$1/")
+  if (original === undefined || !url.startsWith("file:")) return `${short}:${line + 1}`
+  let lines = sources.get(url)
+  if (lines === undefined) {
+    lines = readFileSync(fileURLToPath(url), "utf8").split("\n")
+    sources.set(url, lines)
+  }
+  return `${short}:${line + 1}  ${(lines[line] ?? "").trim().slice(0, 70)}`
 }
 interface Profile {
   readonly nodes: ReadonlyArray<ProfileNode>
@@ -110,9 +134,7 @@ if (profileFile !== undefined) {
   for (const node of profile.nodes) {
     const count = node.hitCount ?? 0
     all += count
-    const { functionName, url, lineNumber } = node.callFrame
-    const where = url.replace(/^.*\/node_modules\//, "").replace(/^.*\/(src|scripts)\//, "$1/")
-    const key = `${functionName || "(anonymous)"} ${where}:${lineNumber + 1}`
+    const key = `${node.callFrame.functionName || "(anonymous)"} ${locate(node.callFrame)}`
     hits.set(key, (hits.get(key) ?? 0) + count)
   }
   console.log(`\nself time, top ${top} of ${all} samples (profile written to ${file}):`)

@@ -106,8 +106,8 @@ const childrenNamed = (name: string): Children => {
       if (byPath.size < 64) byPath.set(parent.path, fields)
     }
     const data = parent.data
-    // fhirpath.js reads a name on whatever holds the value: a decimal object, a string's `length`.
-    if ((typeof data === "number" && name !== "extension") || (typeof data === "string" && name in String.prototype)) {
+    // fhirpath.js reads a name on whatever holds the value: a decimal object, a string's `length`, a boolean's `valueOf`.
+    if (typeof data === "number" ? name !== "extension" : (typeof data === "string" || typeof data === "boolean") && name in Object(data)) {
       throw new Unsupported(`${name} of a ${typeof data}`)
     }
     let found: Field | undefined
@@ -231,6 +231,7 @@ const whereEqualStep = (name: string, value: string): Step => {
 
 const extensionStep = (url: string): Step => (nodes) => {
   const out: Array<PathNode> = []
+  if (url === "") return out
   for (const n of nodes) {
     const extensions = field(n.data, "extension") || field(n._data, "extension")
     if (!extensions) continue

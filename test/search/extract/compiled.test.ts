@@ -102,6 +102,7 @@ describe("compiled paths against fhirpath.js on small inputs", () => {
   it("reads odd data as fhirpath.js does", () => {
     const odd = {
       resourceType: "Patient",
+      active: true,
       name: [{ given: ["a", null, "c"], _given: [null, { extension: [{ url: "u", valueString: "b" }] }, null, { id: "d" }], text: "abc" }],
       contained: [{ resourceType: "Practitioner", id: "c1", name: [{ family: "f" }] }, { resourceType: "name", id: "c2" }],
       extension: [null],
@@ -109,7 +110,7 @@ describe("compiled paths against fhirpath.js on small inputs", () => {
     }
     const expressions = [
       "Patient.name.given", "Patient.name.given.extension('u')", "Patient.contained.name", "Patient.contained.name.family",
-      "Patient.name.text.length", "Patient.extension('u')", "Patient.birthDate.extension('u')", "Patient.birthDate.extension"
+      "Patient.name.text.length", "Patient.active.valueOf", "Patient.extension('')", "Patient.extension('u')", "Patient.birthDate.extension('u')", "Patient.birthDate.extension"
     ]
     for (const expression of expressions) {
       const compiled = compile(expression, undefined, "compiled")
