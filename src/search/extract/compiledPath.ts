@@ -253,8 +253,10 @@ const refIsCall = new RegExp(`^where\\(refIs\\(${quoted}\\)\\)`)
 const whereEqualCall = new RegExp(`^where\\(([a-z][A-Za-z0-9_]*)\\s*=\\s*${quoted}\\)`)
 const extensionCall = new RegExp(`^extension\\(${quoted}\\)`)
 
-/** Literals and operators of FHIRPath, never element names here. */
-const keywords = new Set(["true", "false", "and", "or", "xor", "implies", "div", "mod", "in", "contains", "is", "as"])
+/** FHIRPath's literals and operator words: never element names. */
+const literals = new Set(["true", "false", "and", "or", "xor", "implies", "div", "mod"])
+/** Operator words that FHIRPath's grammar takes as element names after a dot (`ValueSet.expansion.contains`). */
+const keywords = new Set(["in", "contains", "is", "as"])
 
 const validType = (name: string) => systemTypes.has(name) || availableTypes.has(name)
 
@@ -300,7 +302,7 @@ const parse = (text: string): ReadonlyArray<Step> | undefined => {
     else if ((match = identifier.exec(rest)) !== null) {
       const name = match[0]
       const after = rest.slice(name.length)
-      if (after.startsWith("(") || /^\s/.test(after) || keywords.has(name)) return undefined
+      if (after.startsWith("(") || /^\s/.test(after) || literals.has(name) || (head && keywords.has(name))) return undefined
       if (head) steps.push(headStep(name))
       else if (/^[A-Z]/.test(name)) return undefined
       else steps.push(childStep(name))

@@ -71,7 +71,10 @@ describe("compiled paths against fhirpath.js on small inputs", () => {
     }],
     ["a decimal", "RiskAssessment.prediction.probability", { resourceType: "RiskAssessment", prediction: [{ probabilityDecimal: 0.25 }, { probabilityRange: { low: { value: 1 } } }] }],
     ["ofType(uri) takes canonical too", "(ConceptMap.source as uri)", { resourceType: "ConceptMap", sourceCanonical: "http://example.org/vs" }],
-    ["a type the resource is not", "Patient.name", observation]
+    ["a type the resource is not", "Patient.name", observation],
+    ["an element named like an operator", "ValueSet.expansion.contains.contains.code", {
+      resourceType: "ValueSet", expansion: { contains: [{ code: "a", contains: [{ code: "b" }] }, { code: "c" }] }
+    }]
   ]
   for (const [name, expression, resource] of cases) {
     it(`${name}: ${expression}`, () => {
