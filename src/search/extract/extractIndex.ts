@@ -1,7 +1,8 @@
 /**
  * The index values of one resource for every search parameter of its type.
- * https://hl7.org/fhir/R4/search.html — each parameter's FHIRPath expression is run with HL7's engine
- * (fhirpath.js) and each resulting element turned into rows by the parameter type (see `values.ts`).
+ * https://hl7.org/fhir/R4/search.html — each parameter's FHIRPath expression is run as a compiled path
+ * (`compiledPath.ts`) or with HL7's engine (fhirpath.js), which give the same elements, and each resulting
+ * element turned into rows by the parameter type (see `values.ts`).
  * Bad data never throws: a value that cannot be read is skipped and counted. The compartments the resource
  * is in follow from its reference rows (`compartments.ts`).
  */
