@@ -14,19 +14,15 @@
 import fhirpath from "fhirpath"
 import r4 from "fhirpath/fhir-context/r4"
 import type { UserInvocationTable } from "fhirpath"
+import { baseRoot, type Compiled, compilePath, referencedType, Unsupported } from "./compiledPath.ts"
 
 export type Evaluate = (resource: unknown) => ReadonlyArray<unknown>
 
-const referencedType = (reference: unknown): string | undefined => {
-  if (typeof reference !== "object" || reference === null) return undefined
-  const json = reference as Readonly<Record<string, unknown>>
-  const text = json["reference"]
-  if (typeof text === "string") {
-    const match = /(?:^|\/)([A-Z][A-Za-z]+)\/[A-Za-z0-9\-.]{1,64}(?:\/_history\/[^/]+)?$/.exec(text)
-    if (match !== null) return match[1]
-  }
-  return typeof json["type"] === "string" ? json["type"] : undefined
-}
+/**
+ * How expressions run: `compiled` turns the shapes compiledPath.ts knows into plain functions and leaves
+ * the rest to fhirpath.js; `fhirpath` runs them all through fhirpath.js, to compare against.
+ */
+export type Engine = "compiled" | "fhirpath"
 
 const invocations: UserInvocationTable = {
   refIs: {
@@ -37,16 +33,56 @@ const invocations: UserInvocationTable = {
 
 const options = { resolveInternalTypes: false, userInvocationTable: invocations }
 
-/** Compiles an expression, relative to `base` (an element path) when given; undefined when it does not parse. */
-export const compile = (expression: string, base?: string): Evaluate | undefined => {
+/**
+ * Compiles an expression, relative to `base` (an element path) when given; undefined when fhirpath.js cannot
+ * parse it. With the `compiled` engine a compiled path runs instead when there is one, and fhirpath.js for
+ * a resource whose values it does not read exactly (see `Unsupported`).
+ */
+export const compile = (expression: string, base?: string, engine: Engine = "fhirpath"): Evaluate | undefined => {
+  const text = base === undefined ? expression : rewrite(expression)
+  let fallback: Evaluate
   try {
-    const path = base === undefined ? expression : { base, expression: rewrite(expression) }
-    const evaluate: (resource: unknown) => ReadonlyArray<unknown> = fhirpath.compile(path, r4, options)
-    return evaluate
+    fallback = fhirpath.compile(base === undefined ? text : { base, expression: text }, r4, options)
   } catch {
     return undefined
   }
+  const compiled = engine === "compiled" ? compileUnion(text, base) : undefined
+  if (compiled === undefined) return fallback
+  return (resource) => {
+    try {
+      return compiled(resource)
+    } catch (error) {
+      if (error instanceof Unsupported) return fallback(resource)
+      throw error
+    }
+  }
 }
+
+/**
+ * The branches of a union compiled one by one. FHIRPath's `|` drops repeated values, which only matters
+ * when there are two or more: then fhirpath.js decides (`Unsupported`).
+ */
+const compileUnion = (text: string, base: string | undefined): Compiled | undefined => {
+  const root = base === undefined ? undefined : baseRoot(base)
+  const branches = splitUnion(text)
+  const compiled: Array<Compiled> = []
+  for (const branch of branches) {
+    const path = compilePath(branch, root)
+    if (path === undefined) return undefined
+    compiled.push(path)
+  }
+  const [only] = compiled
+  if (compiled.length === 1 && only !== undefined) return only
+  return (data) => {
+    const nodes = compiled.flatMap((path) => path(data))
+    if (nodes.length > 1) throw new Unsupported("a union of several values")
+    return nodes
+  }
+}
+
+/** Whether the compiled engine runs `expression` (relative to `base`) without fhirpath.js. */
+export const isCompiled = (expression: string, base?: string): boolean =>
+  compileUnion(base === undefined ? expression : rewrite(expression), base) !== undefined
 
 /** Splits at the `|` that are outside parentheses, brackets and quotes. */
 export const splitUnion = (expression: string): ReadonlyArray<string> => {
@@ -123,10 +159,10 @@ export const prepare = (
  * duplicates by comparing every pair, which costs seconds on a ValueSet of a few thousand codes; a
  * duplicate index row changes no search result.
  */
-export const compileBranches = (branches: ReadonlyArray<string>): Evaluate | undefined => {
+export const compileBranches = (branches: ReadonlyArray<string>, engine: Engine = "fhirpath"): Evaluate | undefined => {
   const compiled: Array<Evaluate> = []
   for (const branch of branches) {
-    const evaluate = compile(branch)
+    const evaluate = compile(branch, undefined, engine)
     if (evaluate === undefined) return undefined
     compiled.push(evaluate)
   }

@@ -1,7 +1,8 @@
 /**
  * The index values of one resource for every search parameter of its type.
- * https://hl7.org/fhir/R4/search.html — each parameter's FHIRPath expression is run with HL7's engine
- * (fhirpath.js) and each resulting element turned into rows by the parameter type (see `values.ts`).
+ * https://hl7.org/fhir/R4/search.html — each parameter's FHIRPath expression is run as a compiled path
+ * (`compiledPath.ts`) or with HL7's engine (fhirpath.js), which give the same elements, and each resulting
+ * element turned into rows by the parameter type (see `values.ts`).
  * Bad data never throws: a value that cannot be read is skipped and counted. The compartments the resource
  * is in follow from its reference rows (`compartments.ts`).
  */
@@ -9,10 +10,11 @@ import type { Catalog } from "../../catalog/Catalog.ts"
 import { compartmentRows } from "./compartments.ts"
 import type { CompositeRow, IndexRow, SkippedValue } from "./IndexRow.ts"
 import { type FhirNode, typed } from "./nodes.ts"
-import { planFor, type ParameterPlan, type TypePlan } from "./plan.ts"
+import { type Engine, planFor, type ParameterPlan, type TypePlan } from "./plan.ts"
 import { rowsOf, type ValueContext } from "./values.ts"
 
 export type * from "./IndexRow.ts"
+export type { Engine } from "./plan.ts"
 
 export interface Extraction {
   readonly rows: ReadonlyArray<IndexRow>
@@ -21,13 +23,17 @@ export interface Extraction {
 }
 
 /** The rows of `resource`, with what was skipped; no rows for a resource type the catalog does not know. */
-export const extractIndexReport = (resource: Readonly<Record<string, unknown>>, catalog: Catalog): Extraction => {
+export const extractIndexReport = (
+  resource: Readonly<Record<string, unknown>>,
+  catalog: Catalog,
+  engine: Engine = "compiled"
+): Extraction => {
   const type = resource["resourceType"]
-  const plan = typeof type === "string" ? planFor(catalog, type) : undefined
+  const plan = typeof type === "string" ? planFor(catalog, type, engine) : undefined
   if (plan === undefined) return { rows: [], skipped: [] }
   const rows: Array<IndexRow> = []
   const skipped: Array<SkippedValue> = []
-  const ctx: ValueContext = { codeSystem: plan.codeSystem, skip: (code, reason) => skipped.push({ code, reason }) }
+  const ctx: ValueContext = { codeSystem: plan.codeSystem, canonical: plan.canonical, skip: (code, reason) => skipped.push({ code, reason }) }
   for (const parameter of plan.parameters) {
     if (parameter.keys !== undefined && !parameter.keys.some((key) => resource[key] !== undefined)) continue
     let results: ReadonlyArray<unknown>
@@ -45,7 +51,7 @@ export const extractIndexReport = (resource: Readonly<Record<string, unknown>>, 
       else for (const row of rowsOf(parameter.param.type, parameter.param.code, value, ctx)) own.push(row)
     }
     // The branches of a union are evaluated one by one (see compileBranches): drop the rows they share.
-    if (parameter.union) {
+    if (parameter.union && own.length > 1) {
       const seen = new Set<string>()
       for (const row of own) {
         const key = JSON.stringify(row)

@@ -4,8 +4,9 @@
  * with it. Only known resource types get a plan, so request data cannot grow it.
  */
 import type { Catalog, SearchParameterDef } from "../../catalog/Catalog.ts"
-import { compile, compileBranches, type Evaluate, prepare } from "./expressions.ts"
+import { compile, compileBranches, type Engine, type Evaluate, isCompiled, prepare } from "./expressions.ts"
 import { elementPath, type FhirNode } from "./nodes.ts"
+import { type Canonical, canonicalizer } from "./ucum.ts"
 
 export interface ComponentPlan {
   readonly type: string
@@ -21,6 +22,8 @@ export interface ParameterPlan {
   /** Top-level keys of which one must be present for the expression to yield anything; undefined: always run. */
   readonly keys: ReadonlyArray<string> | undefined
   readonly components: ReadonlyArray<ComponentPlan>
+  /** Whether every branch runs as a compiled path (compiledPath.ts) rather than through fhirpath.js. */
+  readonly compiled: boolean
 }
 
 export interface TypePlan {
@@ -28,22 +31,26 @@ export interface TypePlan {
   /** Parameters whose expression did not compile, by code. */
   readonly uncompiled: ReadonlyArray<string>
   readonly codeSystem: (node: FhirNode) => string | null
+  /** `toCanonical`, remembering the units it has read. */
+  readonly canonical: (value: number, unit: string) => Canonical | undefined
   /** A component expression compiled relative to the element path it runs on. */
   readonly component: (expression: string, base: string) => Evaluate | undefined
 }
 
-const plans = new WeakMap<Catalog, Map<string, TypePlan>>()
+export type { Engine }
 
-export const planFor = (catalog: Catalog, type: string): TypePlan | undefined => {
+const plans = { compiled: new WeakMap<Catalog, Map<string, TypePlan>>(), fhirpath: new WeakMap<Catalog, Map<string, TypePlan>>() }
+
+export const planFor = (catalog: Catalog, type: string, engine: Engine = "compiled"): TypePlan | undefined => {
   if (!catalog.isResourceType(type)) return undefined
-  let byType = plans.get(catalog)
+  let byType = plans[engine].get(catalog)
   if (byType === undefined) {
     byType = new Map()
-    plans.set(catalog, byType)
+    plans[engine].set(catalog, byType)
   }
   let plan = byType.get(type)
   if (plan === undefined) {
-    plan = buildPlan(catalog, type)
+    plan = buildPlan(catalog, type, engine)
     byType.set(type, plan)
   }
   return plan
@@ -61,7 +68,7 @@ export const ancestorsOf = (catalog: Catalog, type: string): ReadonlyArray<strin
   return chain
 }
 
-const buildPlan = (catalog: Catalog, type: string): TypePlan => {
+const buildPlan = (catalog: Catalog, type: string, engine: Engine): TypePlan => {
   const ancestors = ancestorsOf(catalog, type)
   const isTypeName = (name: string) => catalog.structureDefinitionForType(name) !== undefined || catalog.isResourceType(name)
   const parameters: Array<ParameterPlan> = []
@@ -70,7 +77,7 @@ const buildPlan = (catalog: Catalog, type: string): TypePlan => {
     if (param.expression === undefined || param.expression.trim() === "") continue
     const prepared = prepare(param.expression, type, ancestors, isTypeName)
     if (prepared.expression === undefined) continue
-    const evaluate = compileBranches(prepared.branches)
+    const evaluate = compileBranches(prepared.branches, engine)
     if (evaluate === undefined) {
       uncompiled.push(param.code)
       continue
@@ -79,13 +86,15 @@ const buildPlan = (catalog: Catalog, type: string): TypePlan => {
       const definition = catalog.searchParameterByUrl(component.definition)
       return { type: definition?.type ?? "token", code: definition?.code ?? param.code, expression: component.expression }
     })
-    parameters.push({ param, evaluate, union: prepared.branches.length > 1, keys: prepared.keys, components })
+    const compiled = engine === "compiled" && prepared.branches.every((branch) => isCompiled(branch))
+    parameters.push({ param, evaluate, union: prepared.branches.length > 1, keys: prepared.keys, components, compiled })
   }
-  const componentCache = new Map<string, Evaluate | undefined>()
+  const componentCache = new Map<string, Map<string, Evaluate | undefined>>()
   const systems = new Map<string, string | null>()
   return {
     parameters,
     uncompiled,
+    canonical: canonicalizer(),
     codeSystem: (node) => {
       const path = elementPath(node)
       if (path === undefined) return null
@@ -97,9 +106,13 @@ const buildPlan = (catalog: Catalog, type: string): TypePlan => {
       return system
     },
     component: (expression, base) => {
-      const key = `${base}\u0000${expression}`
-      if (!componentCache.has(key)) componentCache.set(key, compile(expression, base))
-      return componentCache.get(key)
+      let byExpression = componentCache.get(base)
+      if (byExpression === undefined) {
+        byExpression = new Map()
+        componentCache.set(base, byExpression)
+      }
+      if (!byExpression.has(expression)) byExpression.set(expression, compile(expression, base, engine))
+      return byExpression.get(expression)
     }
   }
 }

@@ -92,9 +92,14 @@ export interface Canonical {
 
 const temperatures = new Set(["Cel", "[degF]"])
 
-/** `value unit` in UCUM base units, or undefined when the unit is not one this table reads. */
-export const toCanonical = (value: number, unit: string): Canonical | undefined => {
-  if (temperatures.has(unit)) return { value, unit }
+/** How a unit converts: a factor to its base units, or (Celsius, Fahrenheit) kept as given. */
+interface Conversion {
+  readonly factor: number | undefined
+  readonly unit: string
+}
+
+const conversion = (unit: string): Conversion | undefined => {
+  if (temperatures.has(unit)) return { factor: undefined, unit }
   if (unit === "" || unit.includes("(")) return undefined
   let factor = 1
   const dims: Record<Dimension, number> = { g: 0, m: 0, s: 0, K: 0, mol: 0 }
@@ -108,5 +113,27 @@ export const toCanonical = (value: number, unit: string): Canonical | undefined 
     for (const d of order) dims[d] += (divide ? -1 : 1) * (parsed.dims[d] ?? 0)
   }
   const name = order.filter((d) => dims[d] !== 0).map((d) => (dims[d] === 1 ? d : `${d}${dims[d]}`)).join(".")
-  return { value: Number((value * factor).toPrecision(12)), unit: name === "" ? "1" : name }
+  return { factor, unit: name === "" ? "1" : name }
+}
+
+const convert = (value: number, c: Conversion | undefined): Canonical | undefined =>
+  c === undefined ? undefined : c.factor === undefined ? { value, unit: c.unit } : { value: Number((value * c.factor).toPrecision(12)), unit: c.unit }
+
+/** `value unit` in UCUM base units, or undefined when the unit is not one this table reads. */
+export const toCanonical = (value: number, unit: string): Canonical | undefined => convert(value, conversion(unit))
+
+/**
+ * `toCanonical` that reads each unit once: a resource gives the same quantity to several parameters
+ * (value-quantity and three composites of Observation). Remembers at most `limit` units.
+ */
+export const canonicalizer = (limit = 512): ((value: number, unit: string) => Canonical | undefined) => {
+  const known = new Map<string, Conversion | null>()
+  return (value, unit) => {
+    let c = known.get(unit)
+    if (c === undefined) {
+      c = conversion(unit) ?? null
+      if (known.size < limit) known.set(unit, c)
+    }
+    return convert(value, c ?? undefined)
+  }
 }

@@ -5,12 +5,14 @@
 import { cover, dateRange, periodRange, type Range } from "./dates.ts"
 import type { IndexRow, QuantityRow, ReferenceRow, TokenRow } from "./IndexRow.ts"
 import { extensionValue, type FhirNode, type Json, list, obj, text, type Typed } from "./nodes.ts"
-import { toCanonical } from "./ucum.ts"
+import type { Canonical } from "./ucum.ts"
 
 export interface ValueContext {
   /** The code system bound to a `code` element, if the binding names exactly one. */
   readonly codeSystem: (node: FhirNode) => string | null
   readonly skip: (code: string, reason: string) => void
+  /** `toCanonical` of ucum.ts. */
+  readonly canonical: (value: number, unit: string) => Canonical | undefined
 }
 
 const primitiveText = new Set([
@@ -113,7 +115,7 @@ const numberRow = (code: string, value: number, written = String(value)): IndexR
 const quantityTypes = new Set(["Quantity", "Age", "Duration", "Distance", "Count", "SimpleQuantity", "MoneyQuantity"])
 const ucum = "http://unitsofmeasure.org"
 
-const quantity = (code: string, t: Typed): ReadonlyArray<IndexRow> => {
+const quantity = (code: string, t: Typed, ctx: ValueContext): ReadonlyArray<IndexRow> => {
   const data = obj(t.data)
   if (data === undefined) return []
   const value = data["value"]
@@ -125,7 +127,7 @@ const quantity = (code: string, t: Typed): ReadonlyArray<IndexRow> => {
   const system = text(data["system"]) ?? null
   const unit = text(data["code"]) ?? text(data["unit"]) ?? null
   const row: QuantityRow = { kind: "quantity", code, value, system, unit }
-  const canonical = unit !== null && (system === ucum || system === null) ? toCanonical(value, unit) : undefined
+  const canonical = unit !== null && (system === ucum || system === null) ? ctx.canonical(value, unit) : undefined
   return canonical === undefined ? [row] : [{ ...row, canonicalValue: canonical.value, canonicalUnit: canonical.unit }]
 }
 
@@ -199,7 +201,7 @@ export const rowsOf = (type: string, code: string, value: Typed, ctx: ValueConte
       return [numberRow(code, value, text(decimal?.["asStr"]))]
     }
     case "quantity":
-      return quantity(code, t)
+      return quantity(code, t, ctx)
     case "reference":
       return references(code, t)
     case "uri":
