@@ -4,16 +4,14 @@
  * Catalog from the conformance resources stored in the database.
  */
 import { Clock, Effect } from "effect"
-import { build, type Catalog } from "../catalog/Catalog.ts"
-import { Database } from "../db/Database.ts"
+import { type Catalog, fromEntries } from "../catalog/Catalog.ts"
+import { storedEntries } from "../catalog/stored.ts"
 import { r4ReleaseDefaults, PackageFetcher } from "../packages/Fetcher.ts"
 import { type InstallProgress, installPackage, isInstalled } from "../packages/Installer.ts"
-import { conformanceTypes } from "../packages/LoadedPackage.ts"
 import { parse } from "../packages/PackageSpec.ts"
 import { isExact } from "../packages/versions.ts"
 import { Readiness, Reasons } from "../http/Readiness.ts"
 import { Backfill, progressDetails } from "../search/Backfill.ts"
-import { currentOfTypes } from "../store/reads.ts"
 
 export const releaseDefaults = (fhirVersion: string): ReadonlyArray<string> => (fhirVersion === "r4" ? r4ReleaseDefaults : [])
 
@@ -43,17 +41,20 @@ export const installConfiguredPackages = (specs: ReadonlyArray<string>, progress
     for (const pkg of result.packages) yield* installPackage(pkg, progress)
   })
 
-/** Every current conformance resource in the database, compiled. */
+/**
+ * Every current conformance resource in the database, compiled from the entries stored beside them
+ * (made first for resources that have none: after an install, this takes a few seconds once).
+ */
 export const buildCatalog = (generation: number) =>
   Effect.gen(function*() {
-    const db = yield* Database
     const started = yield* Clock.currentTimeMillis
-    const rows = yield* db.withReader((sql) => currentOfTypes(sql, [...conformanceTypes]))
-    const catalog = build(rows.map((row) => JSON.parse(row.content) as Record<string, unknown>), generation)
+    const { entries, made } = yield* storedEntries
+    const catalog = fromEntries(entries, generation)
     const finished = yield* Clock.currentTimeMillis
     yield* Effect.logInfo("catalog built", {
       generation,
-      resources: rows.length,
+      resources: entries.length,
+      entries_made: made,
       resource_types: catalog.resourceTypes.length,
       problems: catalog.problems.length,
       ms: finished - started

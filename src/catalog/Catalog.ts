@@ -1,10 +1,12 @@
 /**
  * The Catalog: an immutable compiled snapshot of the installed conformance resources, which every other
  * module asks instead of reading package files. `build` is pure and tolerant: a resource that cannot be
- * compiled is skipped and listed in `problems`.
+ * compiled is skipped and listed in `problems`. Each definition is made from its resource's summary
+ * (summary.ts); what only some requests need (snapshots, concepts, compose) is read from the resource
+ * when first asked for.
  */
 import { canonicals, compareVersions } from "./Canonicals.ts"
-import { readCodeSystem } from "./CodeSystems.ts"
+import { codeSystemDef } from "./CodeSystems.ts"
 import type {
   CatalogProblem,
   CodeSystemDef,
@@ -16,9 +18,11 @@ import type {
   ValueSetDef
 } from "./definitions.ts"
 import { elementTree, type ElementTree } from "./elementTree.ts"
-import { isObject, type Json, str } from "./json.ts"
-import { readCompartmentDefinition, readOperationDefinition, readSearchParameter, readValueSet } from "./readDefinitions.ts"
-import { readStructureDefinition } from "./readStructure.ts"
+import { isObject, type Json } from "./json.ts"
+import { compartmentDef, operationDef, searchParameterDef, valueSetDef } from "./readDefinitions.ts"
+import { structureDefinition } from "./readStructure.ts"
+import { heldSource, unpackCache } from "./source.ts"
+import { summarize, type Summary } from "./summary.ts"
 
 export type * from "./definitions.ts"
 export type { ElementNode, ElementTree } from "./elementTree.ts"
@@ -49,6 +53,17 @@ export interface Catalog {
   readonly problems: ReadonlyArray<CatalogProblem>
 }
 
+/** A conformance resource as the catalog is built from it: its summary, and its JSON parsed or deflated (source.ts). */
+export type CatalogEntry =
+  | { readonly summary: Summary; readonly json: Json }
+  | { readonly summary: Summary; readonly packed: Uint8Array }
+
+/**
+ * How much unpacked JSON text a catalog built from packed entries holds at most, with what was derived
+ * from it (snapshots, concept indexes): the working set of validation and terminology, not every resource.
+ */
+export const defaultUnpackBudgetBytes = 16 * 1024 * 1024
+
 interface Compiled {
   readonly structures: Array<StructureDefinition>
   readonly searchParameters: Array<SearchParameterDef>
@@ -59,14 +74,7 @@ interface Compiled {
   readonly problems: Array<CatalogProblem>
 }
 
-const problem = (json: Json | undefined, message: string): CatalogProblem => ({
-  resourceType: json === undefined ? undefined : str(json, "resourceType"),
-  id: json === undefined ? undefined : str(json, "id"),
-  url: json === undefined ? undefined : str(json, "url"),
-  message
-})
-
-const compile = (resources: Iterable<unknown>): Compiled => {
+const compile = (entries: Iterable<CatalogEntry>, unpackBudgetBytes: number): Compiled => {
   const out: Compiled = {
     structures: [],
     searchParameters: [],
@@ -76,38 +84,36 @@ const compile = (resources: Iterable<unknown>): Compiled => {
     valueSets: [],
     problems: []
   }
-  const add = <A>(list: Array<A>, json: Json, result: A | string) => {
-    if (typeof result === "string") out.problems.push(problem(json, result))
-    else list.push(result)
-  }
-  for (const json of resources) {
-    if (!isObject(json)) {
-      out.problems.push(problem(undefined, "not a JSON object"))
-      continue
-    }
-    try {
-      switch (json["resourceType"]) {
-        case "StructureDefinition":
-          add(out.structures, json, readStructureDefinition(json))
-          break
-        case "SearchParameter":
-          add(out.searchParameters, json, readSearchParameter(json))
-          break
-        case "CompartmentDefinition":
-          add(out.compartments, json, readCompartmentDefinition(json))
-          break
-        case "OperationDefinition":
-          add(out.operations, json, readOperationDefinition(json))
-          break
-        case "CodeSystem":
-          add(out.codeSystems, json, readCodeSystem(json))
-          break
-        case "ValueSet":
-          add(out.valueSets, json, readValueSet(json))
-          break
+  const unpacked = unpackCache(unpackBudgetBytes)
+  for (const entry of entries) {
+    const summary = entry.summary
+    const source = () => ("json" in entry ? heldSource(entry.json) : unpacked.source(entry.packed))
+    switch (summary.kind) {
+      case "StructureDefinition":
+        out.structures.push(structureDefinition(summary.data, source()))
+        break
+      case "SearchParameter":
+        out.searchParameters.push(searchParameterDef(summary.data, source()))
+        break
+      case "CompartmentDefinition":
+        out.compartments.push(compartmentDef(summary.data, source()))
+        break
+      case "OperationDefinition":
+        out.operations.push(operationDef(summary.data, source()))
+        break
+      case "CodeSystem":
+        out.codeSystems.push(codeSystemDef(summary.data, source()))
+        break
+      case "ValueSet":
+        out.valueSets.push(valueSetDef(summary.data, source()))
+        break
+      case "problem": {
+        const { resourceType, id, url, message } = summary.problem
+        out.problems.push({ resourceType, id, url, message })
+        break
       }
-    } catch (error) {
-      out.problems.push(problem(json, `could not be compiled: ${String(error)}`))
+      case "other":
+        break
     }
   }
   return out
@@ -125,8 +131,21 @@ const latestByCode = <A extends CompartmentDef>(items: ReadonlyArray<A>): Readon
 
 const noParameters: ReadonlyMap<string, SearchParameterDef> = new Map()
 
-export const build = (resources: Iterable<Record<string, unknown>>, generation: number): Catalog => {
-  const compiled = compile(resources)
+/** The catalog of parsed resources, each held as given. */
+export const build = (resources: Iterable<Record<string, unknown>>, generation: number): Catalog =>
+  fromEntries(entriesOf(resources), generation)
+
+function* entriesOf(resources: Iterable<unknown>): Iterable<CatalogEntry> {
+  for (const resource of resources) yield { summary: summarize(resource), json: isObject(resource) ? resource : {} }
+}
+
+/** The catalog of `entries`; a packed entry is unpacked when first needed and kept within `unpackBudgetBytes`. */
+export const fromEntries = (
+  entries: Iterable<CatalogEntry>,
+  generation: number,
+  unpackBudgetBytes: number = defaultUnpackBudgetBytes
+): Catalog => {
+  const compiled = compile(entries, unpackBudgetBytes)
   const structures = canonicals(compiled.structures)
   const searchParameters = canonicals(compiled.searchParameters)
   const operations = canonicals(compiled.operations).current

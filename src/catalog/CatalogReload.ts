@@ -5,11 +5,11 @@
  */
 import { Context, Effect, Layer, PubSub, Queue, Stream, SubscriptionRef } from "effect"
 import { Database } from "../db/Database.ts"
-import { conformanceTypes } from "../packages/LoadedPackage.ts"
 import { Backfill } from "../search/Backfill.ts"
-import { currentOfTypes, readCurrent } from "../store/reads.ts"
+import { readCurrent } from "../store/reads.ts"
 import { type Change, Writer } from "../store/Writer.ts"
 import { CatalogService } from "./CatalogService.ts"
+import { storedEntries } from "./stored.ts"
 
 /** The resource types whose changes rebuild the catalog. */
 const reloadingTypes: ReadonlySet<string> = new Set(["SearchParameter"])
@@ -46,9 +46,14 @@ export const make = Effect.gen(function*() {
     })
 
   const reload = Effect.gen(function*() {
-    const rows = yield* db.withReader((sql) => currentOfTypes(sql, [...conformanceTypes]))
-    const catalog = yield* catalogs.replace(rows.map((row) => JSON.parse(row.content) as Record<string, unknown>))
-    yield* Effect.logInfo("catalog rebuilt", { generation: catalog.generation, resources: rows.length, resource_types: catalog.resourceTypes.length })
+    const { entries, made } = yield* storedEntries.pipe(Effect.provideService(Database, db))
+    const catalog = yield* catalogs.replaceEntries(entries)
+    yield* Effect.logInfo("catalog rebuilt", {
+      generation: catalog.generation,
+      resources: entries.length,
+      entries_made: made,
+      resource_types: catalog.resourceTypes.length
+    })
     yield* backfill.request(catalog)
   }).pipe(Effect.catchAllCause((cause) => Effect.logError("catalog rebuild failed", cause)))
 

@@ -1,6 +1,7 @@
 /** Compiles a CodeSystem; its concept index (flattened hierarchy with parent links) is built on first use. */
 import type { CodeSystemDef, ConceptDef } from "./definitions.ts"
-import { bool, type Json, lazy, objects, str } from "./json.ts"
+import { bool, type Json, objects, str } from "./json.ts"
+import type { Source } from "./source.ts"
 
 interface ConceptIndex {
   readonly list: ReadonlyArray<ConceptDef>
@@ -58,20 +59,36 @@ const index = (json: Json, caseSensitive: boolean): ConceptIndex => {
   return { list, byCode }
 }
 
-export const readCodeSystem = (json: Json): CodeSystemDef | string => {
+export type CodeSystemData = Omit<CodeSystemDef, "resource" | "concepts" | "concept">
+
+export const readCodeSystem = (json: Json): CodeSystemData | string => {
   const url = str(json, "url")
   if (url === undefined || url === "") return "CodeSystem.url is missing"
-  const caseSensitive = bool(json, "caseSensitive")
-  const concepts = lazy(() => index(json, caseSensitive ?? true))
   return {
     url,
     version: str(json, "version"),
     name: str(json, "name"),
-    resource: json,
     content: str(json, "content"),
-    caseSensitive,
+    caseSensitive: bool(json, "caseSensitive"),
     hierarchyMeaning: str(json, "hierarchyMeaning"),
-    valueSet: str(json, "valueSet"),
+    valueSet: str(json, "valueSet")
+  }
+}
+
+export const codeSystemDef = (data: CodeSystemData, source: Source): CodeSystemDef => {
+  const caseSensitive = data.caseSensitive
+  const concepts = () => source.derived("concepts", (json) => index(json, caseSensitive ?? true))
+  return {
+    url: data.url,
+    version: data.version,
+    name: data.name,
+    get resource() {
+      return source.json()
+    },
+    content: data.content,
+    caseSensitive,
+    hierarchyMeaning: data.hierarchyMeaning,
+    valueSet: data.valueSet,
     concepts: () => concepts().list,
     concept: (code) => concepts().byCode.get(caseSensitive === false ? code.toLowerCase() : code)
   }

@@ -1,5 +1,5 @@
 /**
- * What the server needs of the FHIR conformance resources, as small read-only shapes. Each keeps the
+ * What the server needs of the FHIR conformance resources, as small read-only shapes. Each reaches the
  * parsed JSON it came from (`resource`, `json`) for the rare field not modelled here; nothing is copied.
  * Optional FHIR fields are `T | undefined`.
  */
@@ -18,6 +18,10 @@ export interface CanonicalDef {
   readonly url: string
   readonly version: string | undefined
   readonly name: string | undefined
+  /**
+   * The resource's JSON, read when asked for. From the database (stored.ts) it lacks the narrative
+   * (`text`), and it may be a fresh copy on each access once other resources have been read since.
+   */
   readonly resource: Json
 }
 

@@ -50,9 +50,3 @@ export const choice = (json: Json, name: string): unknown => {
   }
   return undefined
 }
-
-/** Computes a value on first use and keeps it: the catalog's lazy indexes. */
-export const lazy = <A>(compute: () => A): (() => A) => {
-  let cell: { readonly value: A } | undefined
-  return () => (cell ??= { value: compute() }).value
-}

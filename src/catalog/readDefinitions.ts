@@ -1,4 +1,8 @@
-/** Compiles SearchParameter, CompartmentDefinition, OperationDefinition and ValueSet resources. */
+/**
+ * Compiles SearchParameter, CompartmentDefinition, OperationDefinition and ValueSet resources: each reader
+ * gives the plain data the catalog keeps (JSON, so that it can be stored), and each constructor the
+ * definition over that data and the resource's source.
+ */
 import type {
   CompartmentDef,
   OperationDef,
@@ -8,18 +12,21 @@ import type {
   ValueSetDef,
   ValueSetInclude
 } from "./definitions.ts"
-import { bool, int, type Json, lazy, object, objects, str, strings } from "./json.ts"
+import { bool, int, type Json, object, objects, str, strings } from "./json.ts"
 import { readBinding } from "./readStructure.ts"
+import type { Source } from "./source.ts"
 
 const searchTypes = new Set(["number", "date", "string", "token", "reference", "composite", "quantity", "uri", "special"])
 
 const isSearchType = (value: string | undefined): value is SearchParamType => value !== undefined && searchTypes.has(value)
 
-const header = (json: Json) => ({ version: str(json, "version"), name: str(json, "name"), resource: json })
+const header = (json: Json) => ({ version: str(json, "version"), name: str(json, "name") })
 
 const missing = (resourceType: string, field: string) => `${resourceType}.${field} is missing`
 
-export const readSearchParameter = (json: Json): SearchParameterDef | string => {
+export type SearchParameterData = Omit<SearchParameterDef, "resource">
+
+export const readSearchParameter = (json: Json): SearchParameterData | string => {
   const url = str(json, "url")
   const code = str(json, "code")
   const base = strings(json, "base")
@@ -53,7 +60,11 @@ export const readSearchParameter = (json: Json): SearchParameterDef | string => 
   }
 }
 
-export const readCompartmentDefinition = (json: Json): CompartmentDef | string => {
+export type CompartmentData = Omit<CompartmentDef, "resource" | "resources"> & {
+  readonly resources: ReadonlyArray<readonly [string, ReadonlyArray<string>]>
+}
+
+export const readCompartmentDefinition = (json: Json): CompartmentData | string => {
   const url = str(json, "url")
   const code = str(json, "code")
   if (url === undefined || url === "") return missing("CompartmentDefinition", "url")
@@ -64,7 +75,7 @@ export const readCompartmentDefinition = (json: Json): CompartmentDef | string =
     const params = strings(entry, "param")
     if (type !== undefined && params.length > 0) resources.set(type, params)
   }
-  return { url, ...header(json), code, search: bool(json, "search") ?? false, resources }
+  return { url, ...header(json), code, search: bool(json, "search") ?? false, resources: [...resources] }
 }
 
 const readParameter = (json: Json): OperationParameterDef | string => {
@@ -94,7 +105,9 @@ const readParameter = (json: Json): OperationParameterDef | string => {
   }
 }
 
-export const readOperationDefinition = (json: Json): OperationDef | string => {
+export type OperationData = Omit<OperationDef, "resource">
+
+export const readOperationDefinition = (json: Json): OperationData | string => {
   const url = str(json, "url")
   const code = str(json, "code")
   const kind = str(json, "kind")
@@ -143,21 +156,93 @@ const readInclude = (json: Json): ValueSetInclude => {
   return { system: str(json, "system"), version: str(json, "version"), concept, filter, valueSet: strings(json, "valueSet") }
 }
 
-export const readValueSet = (json: Json): ValueSetDef | string => {
+export type ValueSetData = Omit<ValueSetDef, "resource" | "compose">
+
+export const readValueSet = (json: Json): ValueSetData | string => {
   const url = str(json, "url")
   if (url === undefined || url === "") return missing("ValueSet", "url")
-  const composeJson = object(json, "compose")
-  const compose = lazy(() =>
-    composeJson === undefined
-      ? undefined
-      : { include: objects(composeJson, "include").map(readInclude), exclude: objects(composeJson, "exclude").map(readInclude) }
-  )
-  return {
-    url,
-    ...header(json),
-    get compose() {
-      return compose()
-    },
-    hasExpansion: object(json, "expansion") !== undefined
-  }
+  return { url, ...header(json), hasExpansion: object(json, "expansion") !== undefined }
 }
+
+const readCompose = (json: Json): ValueSetDef["compose"] => {
+  const composeJson = object(json, "compose")
+  return composeJson === undefined
+    ? undefined
+    : { include: objects(composeJson, "include").map(readInclude), exclude: objects(composeJson, "exclude").map(readInclude) }
+}
+
+// The constructors name every field, so that a field left out of stored JSON (undefined) is present again.
+
+export const searchParameterDef = (data: SearchParameterData, source: Source): SearchParameterDef => ({
+  url: data.url,
+  version: data.version,
+  name: data.name,
+  get resource() {
+    return source.json()
+  },
+  code: data.code,
+  base: data.base,
+  type: data.type,
+  expression: data.expression,
+  target: data.target,
+  modifiers: data.modifiers,
+  comparators: data.comparators,
+  multipleOr: data.multipleOr,
+  multipleAnd: data.multipleAnd,
+  chain: data.chain,
+  components: data.components
+})
+
+export const compartmentDef = (data: CompartmentData, source: Source): CompartmentDef => ({
+  url: data.url,
+  version: data.version,
+  name: data.name,
+  get resource() {
+    return source.json()
+  },
+  code: data.code,
+  search: data.search,
+  resources: new Map(data.resources)
+})
+
+const operationParameter = (data: OperationParameterDef): OperationParameterDef => ({
+  name: data.name,
+  use: data.use,
+  min: data.min,
+  max: data.max,
+  type: data.type,
+  searchType: data.searchType,
+  targetProfile: data.targetProfile,
+  binding: data.binding === undefined ? undefined : { strength: data.binding.strength, valueSet: data.binding.valueSet },
+  part: data.part.map(operationParameter)
+})
+
+export const operationDef = (data: OperationData, source: Source): OperationDef => ({
+  url: data.url,
+  version: data.version,
+  name: data.name,
+  get resource() {
+    return source.json()
+  },
+  code: data.code,
+  kind: data.kind,
+  system: data.system,
+  type: data.type,
+  instance: data.instance,
+  resourceTypes: data.resourceTypes,
+  affectsState: data.affectsState,
+  parameters: data.parameters.map(operationParameter)
+})
+
+export const valueSetDef = (data: ValueSetData, source: Source): ValueSetDef => ({
+  url: data.url,
+  version: data.version,
+  name: data.name,
+  get resource() {
+    return source.json()
+  },
+  get compose() {
+    return source.derived("compose", readCompose)
+  },
+  hasExpansion: data.hasExpansion
+})

@@ -1,6 +1,7 @@
 /** Compiles a StructureDefinition: the header now, the snapshot elements on first access. */
 import type { ElementConstraint, ElementDefinition, ElementSlicing, ElementType, StructureDefinition } from "./definitions.ts"
-import { bool, choice, int, type Json, lazy, object, objects, str, strings } from "./json.ts"
+import { bool, choice, int, type Json, object, objects, str, strings } from "./json.ts"
+import type { Source } from "./source.ts"
 
 const kinds = new Set(["primitive-type", "complex-type", "resource", "logical"])
 
@@ -64,7 +65,10 @@ const readElement = (json: Json): ElementDefinition | undefined => {
   }
 }
 
-export const readStructureDefinition = (json: Json): StructureDefinition | string => {
+/** What the catalog keeps of a StructureDefinition from the start; the snapshot is read when asked for. */
+export type StructureData = Omit<StructureDefinition, "resource" | "snapshot">
+
+export const readStructureDefinition = (json: Json): StructureData | string => {
   const url = str(json, "url")
   const type = str(json, "type")
   const kind = str(json, "kind")
@@ -75,23 +79,38 @@ export const readStructureDefinition = (json: Json): StructureDefinition | strin
   if (derivation !== undefined && derivation !== "specialization" && derivation !== "constraint") {
     return `StructureDefinition.derivation ${JSON.stringify(derivation)} is not specialization or constraint`
   }
-  const snapshotJson = object(json, "snapshot")
-  const snapshot = lazy(() =>
-    snapshotJson === undefined ? undefined : { element: compact(objects(snapshotJson, "element"), readElement) }
-  )
   return {
     url,
     version: str(json, "version"),
     name: str(json, "name"),
-    resource: json,
     type,
     kind,
     abstract: bool(json, "abstract") ?? false,
     derivation,
     baseDefinition: str(json, "baseDefinition"),
-    fhirVersion: str(json, "fhirVersion"),
-    get snapshot() {
-      return snapshot()
-    }
+    fhirVersion: str(json, "fhirVersion")
   }
 }
+
+const readSnapshot = (json: Json): StructureDefinition["snapshot"] => {
+  const snapshotJson = object(json, "snapshot")
+  return snapshotJson === undefined ? undefined : { element: compact(objects(snapshotJson, "element"), readElement) }
+}
+
+export const structureDefinition = (data: StructureData, source: Source): StructureDefinition => ({
+  url: data.url,
+  version: data.version,
+  name: data.name,
+  type: data.type,
+  kind: data.kind,
+  abstract: data.abstract,
+  derivation: data.derivation,
+  baseDefinition: data.baseDefinition,
+  fhirVersion: data.fhirVersion,
+  get resource() {
+    return source.json()
+  },
+  get snapshot() {
+    return source.derived("snapshot", readSnapshot)
+  }
+})

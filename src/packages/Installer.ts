@@ -5,6 +5,7 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect } from "effect"
+import { entryOf, hasEntries, type StoredEntry, writeEntries } from "../catalog/stored.ts"
 import { Database } from "../db/Database.ts"
 import { instantOf, putVersion } from "../store/ResourceStore.ts"
 import { Writer } from "../store/Writer.ts"
@@ -86,13 +87,17 @@ export const installPackage = (
     const { commitTs } = yield* writer.commit(({ commitTs, record }) =>
       Effect.gen(function*() {
         const label = `${pkg.name}@${pkg.version}`
+        const entries: Array<StoredEntry> = []
         for (const [index, resource] of usable.entries()) {
           const type = String(resource["resourceType"])
           const id = String(resource["id"])
           const stored = yield* putVersion(sql, { type, id, resource, commitTs })
           record({ type, id, version: stored.version, op: stored.version === 1 ? "create" : "update" })
+          if (hasEntries(type)) entries.push(entryOf(stored.rkey, stored.version, stored.resource, stored.content))
           if (progress && (index + 1) % progressEvery === 0) progress(label, index + 1, usable.length)
         }
+        // What the catalog keeps of each conformance resource, so that no start has to read them again.
+        yield* writeEntries(sql, entries)
         progress?.(label, usable.length, usable.length)
         yield* sql`
           INSERT INTO svc_packages (name, version, source, checksum, substituted_from, resources, commit_ts, installed_at)
