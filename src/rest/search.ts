@@ -84,9 +84,10 @@ export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: s
     const [rows, total] = yield* Effect.all([
       summary === "count"
         ? Effect.succeed([])
+        // The content as a subquery, read for the page's rows alone: Postgres joined it to every match before sorting.
         : sql<{ readonly rkey: number | string; readonly type: string; readonly id: string; readonly content: string }>`
-            SELECT r.rkey, r.type, r.id, v.content FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
-            WHERE ${where} ORDER BY ${scopeOrder(sql, query)} LIMIT ${limitOf(sql, count + 1)} OFFSET ${offset}`,
+            SELECT r.rkey, r.type, r.id, (SELECT v.content FROM resource_versions v WHERE v.rkey = r.rkey AND v.version = r.version) AS content
+            FROM resources r WHERE ${where} ORDER BY ${scopeOrder(sql, query)} LIMIT ${limitOf(sql, count + 1)} OFFSET ${offset}`,
       wantTotal
         ? Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where}`, (r) => Number(r[0]?.n ?? 0))
         : Effect.succeed(undefined)
