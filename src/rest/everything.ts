@@ -12,7 +12,7 @@ import { Database } from "../db/Database.ts"
 import { readDate } from "../search/parse/dates.ts"
 import { defaultCount, maxCount } from "../search/parse/result.ts"
 import { compartmentTypes } from "../search/plan/compartment.ts"
-import { everythingCount, everythingPage, type EverythingQuery } from "../search/plan/everything.ts"
+import { everythingPage, type EverythingQuery } from "../search/plan/everything.ts"
 import { bundleText } from "./bundleText.ts"
 import { fail } from "./FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
@@ -143,10 +143,9 @@ export const everything = (request: FhirRequest, type: string, id: string) =>
           sinceMicros: input.sinceMicros,
           types: input.types
         }
-        const [rows, counted] = yield* Effect.all([
-          everythingPage(sql, catalog, query, input.count + 1, input.offset),
-          everythingCount(sql, catalog, query)
-        ])
+        const found = yield* everythingPage(sql, catalog, query, input.count + 1, input.offset)
+        const total = Number(found[0]?.total ?? 0)
+        const rows = found.flatMap((row) => (row.type === null ? [] : [row]))
         const page = rows.slice(0, input.count)
         const path = `${request.base}/${type}/${encodeURIComponent(id)}/$everything`
         const link = (relation: string, at: number) => {
@@ -162,7 +161,7 @@ export const everything = (request: FhirRequest, type: string, id: string) =>
           const mode = row.member === 1 || row.member === "1" || row.member === true ? "match" : "include"
           return `{"fullUrl":${JSON.stringify(`${request.base}/${row.type}/${row.id}`)},"resource":${row.content},"search":{"mode":"${mode}"}}`
         })
-        return bundleText({ type: "searchset", total: Number(counted[0]?.n ?? 0), link: links }, entries, now)
+        return bundleText({ type: "searchset", total, link: links }, entries, now)
       })
     )
     return resourceBody(text, request.negotiated, request.catalog)

@@ -16,6 +16,7 @@ import { type Issue, operationOutcome } from "../http/OperationOutcome.ts"
 import { parseScoped, type SearchScope } from "../search/parse/parseScope.ts"
 import { parameterType, type Problem } from "../search/parse/SearchRequest.ts"
 import { includedResources } from "../search/plan/include.ts"
+import { limitOf } from "../search/plan/query.ts"
 import { scopeCondition, scopeOrder } from "../search/plan/scope.ts"
 import { unsortable } from "../search/plan/sort.ts"
 import { bundleText } from "./bundleText.ts"
@@ -83,9 +84,10 @@ export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: s
     const [rows, total] = yield* Effect.all([
       summary === "count"
         ? Effect.succeed([])
+        // The content as a subquery, read for the page's rows alone: Postgres joined it to every match before sorting.
         : sql<{ readonly rkey: number | string; readonly type: string; readonly id: string; readonly content: string }>`
-            SELECT r.rkey, r.type, r.id, v.content FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
-            WHERE ${where} ORDER BY ${scopeOrder(sql, query)} LIMIT ${count + 1} OFFSET ${offset}`,
+            SELECT r.rkey, r.type, r.id, (SELECT v.content FROM resource_versions v WHERE v.rkey = r.rkey AND v.version = r.version) AS content
+            FROM resources r WHERE ${where} ORDER BY ${scopeOrder(sql, query)} LIMIT ${limitOf(sql, count + 1)} OFFSET ${offset}`,
       wantTotal
         ? Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where}`, (r) => Number(r[0]?.n ?? 0))
         : Effect.succeed(undefined)

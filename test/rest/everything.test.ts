@@ -176,6 +176,12 @@ for (const backend of backendsUnderTest) {
           expect(links.get("previous")).toBe(`${base}/Patient/${s.patient.id}/$everything?_count=5&_offset=0`)
           expect(links.get("next")).toBe(`${base}/Patient/${s.patient.id}/$everything?_count=5&_offset=10`)
           expect(entries(second)).toEqual(seen.slice(5, 10))
+          // A page past the end, and a page of none, still say how many there are.
+          for (const query of ["_count=5&_offset=40", "_count=0"]) {
+            const empty = (yield* get(`Patient/${s.patient.id}/$everything?${query}`)).json
+            expect(empty.total).toBe(12)
+            expect(empty.entry).toEqual([])
+          }
           // POST with a Parameters body: the same, and the links carry its parameters.
           const posted = yield* call("POST", `${base}/Patient/${s.patient.id}/$everything`, {
             body: { resourceType: "Parameters", parameter: [{ name: "_count", valueInteger: 5 }, { name: "_type", valueString: "Observation" }] }

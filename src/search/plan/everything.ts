@@ -3,12 +3,13 @@
  * https://hl7.org/fhir/R4/encounter-operation-everything.html): the members of the focal resource's
  * compartment (the focal resource among them, see extract/compartments.ts) read from the membership
  * index, and the resources those members refer to through a reference search parameter, one level, each
- * once. A page is one statement over that set in row-key order; its total another.
+ * once. A page is one statement over that set in row-key order, its total with it.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
 import type { Catalog } from "../../catalog/Catalog.ts"
 import { MAX_TIME, MIN_TIME } from "../extract/IndexRow.ts"
+import { limitOf } from "./query.ts"
 
 type Fragment = Statement.Fragment
 
@@ -72,7 +73,18 @@ const inRange = (sql: SqlClient.SqlClient, catalog: Catalog, query: EverythingQu
     OR EXISTS (SELECT 1 FROM search_date d WHERE d.rkey = c.rkey AND d.param = ${param} AND d.high > ${low} AND d.low < ${high}))`
 }
 
-/** `WITH everything_members, everything_set`: the compartment's members in range, and with what they refer to. */
+/**
+ * `x IN (subquery)` on SQLite; `x = ANY (ARRAY(subquery))` on Postgres, whose planner otherwise estimates
+ * the subquery's few hundred rows too low and hashes whole tables (every reference, every resource) where
+ * an index lookup per row is what the set needs.
+ */
+const inSet = (sql: SqlClient.SqlClient, column: Fragment, subquery: Fragment): Fragment =>
+  sql.onDialectOrElse({ pg: () => sql`${column} = ANY (ARRAY(${subquery}))`, orElse: () => sql`${column} IN (${subquery})` })
+
+/**
+ * `WITH everything_members, everything_set, everything_matched`: the compartment's members in range; with
+ * what they refer to (one index lookup per reference); the current ones of those the query keeps.
+ */
 const withSet = (sql: SqlClient.SqlClient, catalog: Catalog, query: EverythingQuery): Fragment => {
   const range = inRange(sql, catalog, query)
   const members = sql.and([sql`c.compartment = ${query.compartment}`, sql`c.target_id = ${query.id}`, ...(range === undefined ? [] : [range])])
@@ -80,35 +92,41 @@ const withSet = (sql: SqlClient.SqlClient, catalog: Catalog, query: EverythingQu
     everything_set AS (
       SELECT rkey FROM everything_members
       UNION
-      SELECT t.rkey FROM search_reference i JOIN resources t ON t.type = i.target_type AND t.id = i.target_id
-      WHERE i.rkey IN (SELECT rkey FROM everything_members)
-    )`
+      SELECT (SELECT t.rkey FROM resources t WHERE t.type = i.target_type AND t.id = i.target_id) FROM search_reference i
+      WHERE ${inSet(sql, sql`i.rkey`, sql`SELECT rkey FROM everything_members`)}
+    ),
+    everything_matched AS (SELECT r.rkey FROM resources r WHERE ${where(sql, query)})`
 }
 
 const where = (sql: SqlClient.SqlClient, query: EverythingQuery): Fragment =>
   sql.and([
-    sql`r.rkey IN (SELECT rkey FROM everything_set)`,
+    inSet(sql, sql`r.rkey`, sql`SELECT rkey FROM everything_set`),
     sql`NOT r.deleted`,
     ...(query.sinceMicros === undefined ? [] : [sql`r.commit_ts >= ${query.sinceMicros}`]),
     ...(query.types === undefined ? [] : [query.types.length === 0 ? sql`1 = 0` : sql.in("r.type", query.types)])
   ])
 
 export interface EverythingRow {
-  readonly type: string
+  /** How many resources the whole set holds. */
+  readonly total: number | string
+  /** Null on the one row of a page past the end of the set, which only carries `total` (and so is the rest). */
+  readonly type: string | null
   readonly id: string
   readonly content: string
   /** 1 for a compartment member (the focal resource included), 0 for a resource only referred to. */
   readonly member: number | string | boolean
 }
 
-/** One page of the set, in row-key order. */
+/**
+ * One page of the set, in row-key order, each row with the size of the whole set: one statement, so that
+ * the set is gathered once (a page past the end is one row with the total alone).
+ */
 export const everythingPage = (sql: SqlClient.SqlClient, catalog: Catalog, query: EverythingQuery, limit: number, offset: number) =>
   sql<EverythingRow>`${withSet(sql, catalog, query)}
-    SELECT r.type, r.id, v.content, CASE WHEN r.rkey IN (SELECT rkey FROM everything_members) THEN 1 ELSE 0 END AS member
-    FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
-    WHERE ${where(sql, query)} ORDER BY r.rkey LIMIT ${limit} OFFSET ${offset}`
-
-/** How many resources the whole set holds. */
-export const everythingCount = (sql: SqlClient.SqlClient, catalog: Catalog, query: EverythingQuery) =>
-  sql<{ readonly n: number | string }>`${withSet(sql, catalog, query)}
-    SELECT count(*) AS n FROM resources r WHERE ${where(sql, query)}`
+    SELECT n.total, e.type, e.id, e.content, e.member
+    FROM (SELECT count(*) AS total FROM everything_matched) n LEFT JOIN (
+      SELECT r.rkey, r.type, r.id, v.content, CASE WHEN r.rkey IN (SELECT rkey FROM everything_members) THEN 1 ELSE 0 END AS member
+      FROM (SELECT rkey FROM everything_matched ORDER BY rkey LIMIT ${limitOf(sql, limit)} OFFSET ${offset}) p
+      JOIN resources r ON r.rkey = p.rkey JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
+    ) e ON 1 = 1
+    ORDER BY e.rkey`
