@@ -74,7 +74,7 @@ export const startSvc = (
   backend: Backend,
   workDir: string,
   packages: Packages = { kind: "stand-in" },
-  options: { readonly nodeArgs?: ReadonlyArray<string>; readonly name?: string } = {}
+  options: { readonly nodeArgs?: ReadonlyArray<string>; readonly name?: string; readonly killAfterMs?: number } = {}
 ): Promise<Child> => {
   const config = join(workDir, "svc.toml")
   writeFileSync(config, "# svc bench: every setting at its default\n")
@@ -86,7 +86,8 @@ export const startSvc = (
     env: svcEnv(workDir, packages),
     logDir: workDir,
     readyPath: "/readyz",
-    ...(packages.kind === "r4" ? { timeoutMs: 300_000 } : {})
+    ...(packages.kind === "r4" ? { timeoutMs: 300_000 } : {}),
+    ...(options.killAfterMs === undefined ? {} : { killAfterMs: options.killAfterMs })
   })
 }
 
