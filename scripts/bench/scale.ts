@@ -1,11 +1,11 @@
 /**
- * `npm run bench:scale [-- --quick] [-- --sqlite-only] [-- --copies N] [-- --clients N]`: how search
+ * `npm run bench:scale [-- --quick] [-- --sqlite-only | --postgres-only] [-- --copies N] [-- --clients N]`: how search
  * latency grows with the data. Loads the 55 Synthea bundles once (1x), measures the bench's "search
  * token" and "search chained" workloads, loads them nine times more (10x, about 138,000 resources),
  * each copy with fresh ids and identifiers, and measures again. Target: the median at 10x within 1.5
  * times the median at 1x. On SQLite, and on Postgres when a server answers. Not part of CI: the
- * loading takes many minutes. Prints the growth rows and writes them to
- * bench/results/scale-<YYYY-MM-DD>T<HH-MM>.json. See docs/performance.md.
+ * loading takes many minutes. Prints the growth rows, and writes them to
+ * bench/results/scale-<YYYY-MM-DD>T<HH-MM>.json, as each database is done. See docs/performance.md.
  */
 import type autocannon from "autocannon"
 import { randomUUID } from "node:crypto"
@@ -23,9 +23,10 @@ import { type Backend, npmRegistry, type Packages, root, startSvc } from "./serv
 import { type LoadWorkload, searchChain, searchToken, type Target } from "./suite.ts"
 import { postgresR4, sqliteR4 } from "./template.ts"
 
-const usage = `usage: npm run bench:scale [-- --quick] [-- --sqlite-only] [-- --copies N] [-- --clients N]
-  --quick        2 s per measurement after a 1 s warm-up (default 10 s after 5 s)
-  --sqlite-only  skip Postgres even when a server answers
+const usage = `usage: npm run bench:scale [-- --quick] [-- --sqlite-only | --postgres-only] [-- --copies N] [-- --clients N]
+  --quick          2 s per measurement after a 1 s warm-up (default 10 s after 5 s)
+  --sqlite-only    skip Postgres even when a server answers
+  --postgres-only  skip SQLite
   --copies       how many times the 55 bundles are loaded in all (default 10)
   --clients      clients loading bundles at once (default 4)`
 
@@ -33,6 +34,7 @@ const { values: flags } = parseArgs({
   options: {
     quick: { type: "boolean" },
     "sqlite-only": { type: "boolean" },
+    "postgres-only": { type: "boolean" },
     copies: { type: "string" },
     clients: { type: "string" },
     help: { type: "boolean", short: "h" }
@@ -162,9 +164,43 @@ const main = async (): Promise<void> => {
   const notices: Array<string> = []
   const runs: Array<Awaited<ReturnType<typeof scaleOn>> & { readonly backend: string }> = []
 
-  runs.push({ backend: "sqlite", ...(await scaleOn(await sqliteR4(join(workDir, "svc.sqlite"), workDir, packages, progress), workDir, packages, bundles)) })
-  // The SQLite file of ~140,000 resources is not needed any more.
-  rmSync(join(workDir, "svc.sqlite"), { force: true })
+  const report = () => {
+    const elapsedSeconds = Math.round((performance.now() - startedAtMs) / 1000)
+    const file = writeJsonNamed(`scale-${startedAt.slice(0, 16).replace(":", "-")}`, {
+      startedAt, elapsedSeconds, loadAverageAtStart, quick, settings, maxGrowth, runs, notices
+    })
+    const size = `${settings.copies}x`
+    console.log(`svc scale run${quick ? " (quick)" : ""}: the 55 Synthea bundles loaded once (1x) and ${settings.copies} times (${size}), ` +
+      `${settings.seconds} s per measurement after ${settings.warmupSeconds} s warm-up, ${cpus().length} CPUs (load average ${loadAverageAtStart.join(" ")} at start), Node ${process.version}`)
+    console.log("")
+    const header = ["workload", "backend", "conns", "1x req/s", "1x median ms", "1x p99 ms", `${size} req/s`, `${size} median ms`, `${size} p99 ms`, "growth", "target"]
+    const body = runs.flatMap((run) => run.rows).map((row) => [
+      row.workload, row.backend, String(row.connections),
+      row.small.reqPerSec.toFixed(0), row.small.medianMs.toFixed(2), row.small.p99Ms.toFixed(2),
+      row.large.reqPerSec.toFixed(0), row.large.medianMs.toFixed(2), row.large.p99Ms.toFixed(2),
+      `${row.growth.toFixed(2)}x`, `median ≤ ${maxGrowth}x of 1x: ${row.met ? "met" : "MISSED"}`
+    ])
+    const widths = header.map((title, c) => Math.max(title.length, ...body.map((cells) => cells[c]?.length ?? 0)))
+    const line = (cells: ReadonlyArray<string>) => `| ${cells.map((cell, c) => (c >= 2 && c <= 9 ? cell.padStart(widths[c] ?? 0) : cell.padEnd(widths[c] ?? 0))).join(" | ")} |`
+    console.log([line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...body.map(line)].join("\n"))
+    console.log("")
+    for (const run of runs) {
+      const { resources, seconds, failed, clients } = run.loading
+      console.log(`${run.backend}: loaded ${resources} resources in ${(seconds / 60).toFixed(1)} min (${(resources / seconds).toFixed(0)} resources/s, ${clients} clients` +
+        `${failed > 0 ? `, ${failed} bundles failed` : ""}); svc peak RSS ${run.peakRssMb?.toFixed(0) ?? "?"} MB, ${run.rssMb?.toFixed(0) ?? "?"} MB at the end`)
+    }
+    for (const notice of notices) console.log(`NOTICE: ${notice}`)
+    console.log(`Written: ${relative(root, file)} (${(elapsedSeconds / 60).toFixed(1)} min so far)`)
+  }
+
+  if (flags["postgres-only"]) {
+    notices.push("SQLite skipped: --postgres-only")
+  } else {
+    runs.push({ backend: "sqlite", ...(await scaleOn(await sqliteR4(join(workDir, "svc.sqlite"), workDir, packages, progress), workDir, packages, bundles)) })
+    // The SQLite file of ~140,000 resources is not needed any more.
+    rmSync(join(workDir, "svc.sqlite"), { force: true })
+    report()
+  }
   if (flags["sqlite-only"]) {
     notices.push("Postgres skipped: --sqlite-only")
   } else {
@@ -177,34 +213,9 @@ const main = async (): Promise<void> => {
       runs.push({ backend: "postgres", ...(await scaleOn(database.backend, workDir, packages, bundles)) })
       await drop()
     }
+    console.log("")
+    report()
   }
-
-  const elapsedSeconds = Math.round((performance.now() - startedAtMs) / 1000)
-  const file = writeJsonNamed(`scale-${startedAt.slice(0, 16).replace(":", "-")}`, {
-    startedAt, elapsedSeconds, loadAverageAtStart, quick, settings, maxGrowth, runs, notices
-  })
-  const size = `${settings.copies}x`
-  console.log(`svc scale run${quick ? " (quick)" : ""}: the 55 Synthea bundles loaded once (1x) and ${settings.copies} times (${size}), ` +
-    `${settings.seconds} s per measurement after ${settings.warmupSeconds} s warm-up, ${cpus().length} CPUs (load average ${loadAverageAtStart.join(" ")} at start), Node ${process.version}`)
-  console.log("")
-  const header = ["workload", "backend", "conns", "1x req/s", "1x median ms", "1x p99 ms", `${size} req/s`, `${size} median ms`, `${size} p99 ms`, "growth", "target"]
-  const body = runs.flatMap((run) => run.rows).map((row) => [
-    row.workload, row.backend, String(row.connections),
-    row.small.reqPerSec.toFixed(0), row.small.medianMs.toFixed(2), row.small.p99Ms.toFixed(2),
-    row.large.reqPerSec.toFixed(0), row.large.medianMs.toFixed(2), row.large.p99Ms.toFixed(2),
-    `${row.growth.toFixed(2)}x`, `median ≤ ${maxGrowth}x of 1x: ${row.met ? "met" : "MISSED"}`
-  ])
-  const widths = header.map((title, c) => Math.max(title.length, ...body.map((cells) => cells[c]?.length ?? 0)))
-  const line = (cells: ReadonlyArray<string>) => `| ${cells.map((cell, c) => (c >= 2 && c <= 9 ? cell.padStart(widths[c] ?? 0) : cell.padEnd(widths[c] ?? 0))).join(" | ")} |`
-  console.log([line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...body.map(line)].join("\n"))
-  console.log("")
-  for (const run of runs) {
-    const { resources, seconds, failed, clients } = run.loading
-    console.log(`${run.backend}: loaded ${resources} resources in ${(seconds / 60).toFixed(1)} min (${(resources / seconds).toFixed(0)} resources/s, ${clients} clients` +
-      `${failed > 0 ? `, ${failed} bundles failed` : ""}); svc peak RSS ${run.peakRssMb?.toFixed(0) ?? "?"} MB, ${run.rssMb?.toFixed(0) ?? "?"} MB at the end`)
-  }
-  for (const notice of notices) console.log(`NOTICE: ${notice}`)
-  console.log(`Written: ${relative(root, file)} (${(elapsedSeconds / 60).toFixed(1)} min in all)`)
 }
 
 main()
