@@ -142,11 +142,15 @@ export const formatSummary = (summary: Summary, top: number): string => {
   const busyFunctions = summary.functions.filter((f) => f.function !== "(idle)")
   const bySelf = busyFunctions.filter((f) => f.selfMs > 0).sort((a, b) => b.selfMs - a.selfMs).slice(0, top)
   const byTotal = [...busyFunctions].sort((a, b) => b.totalMs - a.totalMs).slice(0, top)
+  const ownCode = [...busyFunctions].filter((f) => f.function.includes(" (src/")).sort((a, b) => b.totalMs - a.totalMs).slice(0, top)
   return [
     `${summary.samples} samples over ${(summary.windowMs / 1000).toFixed(1)} s, ${(summary.idleMs / 1000).toFixed(1)} s of it idle; shares are of the busy time (${(busy / 1000).toFixed(1)} s)`,
     "",
     table(`Top ${top} by self time`, bySelf, "self"),
     "",
-    table(`Top ${top} by total time (on the stack)`, byTotal, "total")
+    table(`Top ${top} by total time (on the stack)`, byTotal, "total"),
+    "",
+    // Below the runtime's own frames (Effect's fiber loop, the event loop), which are on every stack.
+    table(`Top ${top} of the server's own code (src/) by total time`, ownCode, "total")
   ].join("\n")
 }

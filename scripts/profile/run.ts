@@ -22,7 +22,7 @@ import { postgresR4, sqliteR4 } from "../bench/template.ts"
 import { formatSummary, summarize } from "./cpuprofile.ts"
 
 const usage = `usage: npm run profile -- <workload | all> [--seconds N] [--warmup N] [--postgres] [--top N]
-  workload   one of: ${workloads.map((w) => JSON.stringify(w.name)).join(", ")}
+  workload   one of: ${[...new Set(workloads.map((w) => JSON.stringify(w.name)))].join(", ")} (ingest runs with 1, then 4 clients)
   --seconds  profiled seconds per workload (default 10)
   --warmup   seconds of the same load before, not counted (default 3)
   --postgres on the Postgres server (SVC_TEST_POSTGRES_URL) instead of SQLite
@@ -55,7 +55,8 @@ const nowMicros = (): number => Number(process.hrtime.bigint() / 1000n)
 /** Runs one workload for `seconds` after the warm-up; returns the measured window. */
 const run = async (target: Target, workload: Workload): Promise<{ readonly from: number; readonly to: number }> => {
   if (isDriven(workload)) {
-    // The ingest: the first bundles again and again until the time is up (each time under new ids).
+    // The ingest: the first bundles again and again until the time is up (each time under new ids);
+    // the window ends with the last pass, so it can be longer than `seconds`.
     const bundles = loadSynthea(quickBundles)
     const until = async (deadline: number) => {
       while (performance.now() < deadline) await runIngest({ url: target.url, bundles, connections: workload.connections, signal: interrupted.signal })
@@ -108,10 +109,10 @@ const main = async (): Promise<void> => {
     progress(`loading the first ${quickBundles} Synthea bundles for the searches`)
     await runIngest({ url: child.url, bundles: loadSynthea(quickBundles), connections: 1, signal: interrupted.signal })
   }
-  const windows: Array<{ readonly workload: string; readonly from: number; readonly to: number }> = []
+  const windows: Array<{ readonly workload: string; readonly connections: number; readonly from: number; readonly to: number }> = []
   for (const workload of chosen) {
     progress(`${workload.name}: ${warmupSeconds} s warm-up + ${seconds} s profiled, ${workload.connections} connections`)
-    windows.push({ workload: workload.name, ...(await run(target, workload)) })
+    windows.push({ workload: workload.name, connections: workload.connections, ...(await run(target, workload)) })
   }
   progress("stopping svc (it writes the profile as it exits)")
   const stopping = performance.now()
@@ -123,7 +124,7 @@ const main = async (): Promise<void> => {
   const file = files.sort((a, b) => statSync(b).size - statSync(a).size)[0]
   if (file === undefined) throw new Error(`svc wrote no profile into ${profileDir}`)
   for (const window of windows) {
-    console.log(`\n== ${window.workload} on ${backend.kind} (${seconds} s) ==\n`)
+    console.log(`\n== ${window.workload}, ${window.connections} connection(s), on ${backend.kind} ==\n`)
     console.log(formatSummary(summarize(file, root, window.from, window.to), top))
   }
   console.log(`\nProfile (the whole life of the server, start-up included): ${file}`)
