@@ -1,7 +1,7 @@
 /**
  * Starts a server as a child process with its output in log files (so the bench process spends no
  * time reading it), waits for its `listening` log line and, when asked, for `/readyz`, and stops it
- * with SIGTERM (SIGKILL after 10 s).
+ * with SIGTERM (SIGKILL after 10 s, or `killAfterMs`).
  */
 import { spawn } from "node:child_process"
 import { closeSync, existsSync, openSync, readFileSync } from "node:fs"
@@ -26,6 +26,8 @@ export interface ChildOptions {
   /** A path answering 200 once the server is ready; otherwise `listening` is enough. */
   readonly readyPath?: string
   readonly timeoutMs?: number
+  /** How long `stop` waits after SIGTERM before SIGKILL (default 10 s). */
+  readonly killAfterMs?: number
 }
 
 const sleep = (ms: number) => {
@@ -62,7 +64,7 @@ export const startChild = async (options: ChildOptions): Promise<Child> => {
   const stop = onCleanup(`stopping ${options.name}`, async () => {
     if (child.exitCode !== null || child.signalCode !== null) return
     child.kill("SIGTERM")
-    const killer = setTimeout(() => child.kill("SIGKILL"), 10_000)
+    const killer = setTimeout(() => child.kill("SIGKILL"), options.killAfterMs ?? 10_000)
     await exited
     clearTimeout(killer)
   })

@@ -29,6 +29,8 @@ export interface MemoryWatch {
   readonly windowPeakMb: () => number | undefined
   /** The peak resident memory (MB) of the process's whole life, as the kernel counts it. */
   readonly lifetimePeakMb: () => number | undefined
+  /** The resident memory (MB) now (`VmRSS`). */
+  readonly currentMb: () => number | undefined
   readonly stop: () => void
 }
 
@@ -66,6 +68,7 @@ export const watchMemory = (pid: number, intervalMs = 100): MemoryWatch => {
       sample()
       return megabytes(lifetimeKb)
     },
+    currentMb: () => megabytes(readStatus(pid).rss),
     stop: () => clearInterval(timer)
   }
 }

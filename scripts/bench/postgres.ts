@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto"
 
 export const adminUrl = process.env["SVC_TEST_POSTGRES_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
 
-const withAdmin = async <A>(f: (client: pg.Client) => Promise<A>): Promise<A> => {
+export const withAdmin = async <A>(f: (client: pg.Client) => Promise<A>): Promise<A> => {
   const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 3000 })
   await client.connect()
   try {
@@ -34,12 +34,14 @@ export const shownAdminUrl = (): string => {
   return url.toString()
 }
 
-export const createBenchDatabase = async (): Promise<{ readonly url: string; readonly drop: () => Promise<void> }> => {
+/** A fresh database `svc_bench_<random>`, empty or a copy of the database `template`. */
+export const createBenchDatabase = async (template?: string): Promise<{ readonly name: string; readonly url: string; readonly drop: () => Promise<void> }> => {
   const name = `svc_bench_${randomBytes(5).toString("hex")}`
-  await withAdmin((client) => client.query(`create database "${name}"`))
+  await withAdmin((client) => client.query(`create database "${name}"${template === undefined ? "" : ` template "${template}"`}`))
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
   return {
+    name,
     url: url.toString(),
     drop: () => withAdmin((client) => client.query(`drop database if exists "${name}" with (force)`)).then(() => undefined)
   }

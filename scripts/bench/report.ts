@@ -22,14 +22,26 @@ export interface Row extends Measurement {
 
 export interface Report {
   readonly startedAt: string
+  /** The whole run, from the start of the bench process's work to the table, seconds. */
+  readonly elapsedSeconds: number
   /** Other work on the machine skews every figure: 1, 5 and 15 minute load averages when the run began. */
   readonly loadAverageAtStart: ReadonlyArray<number>
   readonly quick: boolean
-  readonly settings: { readonly seconds: number; readonly warmupSeconds: number; readonly poolSize: number; readonly syntheaBundles: number }
+  readonly settings: {
+    readonly seconds: number
+    readonly warmupSeconds: number
+    readonly poolSize: number
+    readonly syntheaBundles: number
+    /** Idle seconds after a server's last workload before its resident memory is read. */
+    readonly idleSeconds: number
+  }
   readonly workloads: ReadonlyArray<{ readonly name: string; readonly description: string; readonly connections: number; readonly target: string }>
   readonly rows: ReadonlyArray<Row>
   /** Lifetime peak RSS (MB) of each server process, as the kernel counts it. */
   readonly serverPeakRssMb: Record<string, number | undefined>
+  /** Resident memory (MB, `VmRSS`) of each svc after all its workloads and `settings.idleSeconds` idle. */
+  readonly serverRssAfterRunMb: Record<string, number | undefined>
+  readonly rssAfterRunTargetMb: number
   readonly notices: ReadonlyArray<string>
   /** µs per resource of validation on the Synthea resources (undefined when the R4 packages could not be had). */
   readonly validation?: ValidationFigures | undefined
@@ -64,10 +76,13 @@ export const formatTable = (rows: ReadonlyArray<Row>): string => {
 }
 
 /** Writes bench/results/<YYYY-MM-DD>T<HH-MM>.json (UTC) and returns its path. */
-export const writeJson = (report: Report): string => {
+export const writeJson = (report: Report): string => writeJsonNamed(report.startedAt.slice(0, 16).replace(":", "-"), report)
+
+/** Writes `content`, with the machine's description, to bench/results/<name>.json and returns its path. */
+export const writeJsonNamed = (name: string, content: object): string => {
   const dir = fileURLToPath(new URL("../../bench/results/", import.meta.url))
   mkdirSync(dir, { recursive: true })
-  const file = join(dir, `${report.startedAt.slice(0, 16).replace(":", "-")}.json`)
+  const file = join(dir, `${name}.json`)
   const machine = {
     cpus: cpus().length,
     cpuModel: cpus()[0]?.model ?? "unknown",
@@ -76,6 +91,6 @@ export const writeJson = (report: Report): string => {
     platform: `${process.platform}-${process.arch}`
   }
   const nullForUndefined = (_key: string, value: unknown) => (value === undefined ? null : value)
-  writeFileSync(file, `${JSON.stringify({ ...report, machine }, nullForUndefined, 2)}\n`)
+  writeFileSync(file, `${JSON.stringify({ ...content, machine }, nullForUndefined, 2)}\n`)
   return file
 }

@@ -15,6 +15,7 @@ import { cleanupAll, installSignalHandlers, interrupted, onCleanup } from "./cle
 import { runLoad } from "./load.ts"
 import { watchMemory } from "./memory.ts"
 import { createBenchDatabase, postgresUnavailable, shownAdminUrl } from "./postgres.ts"
+import { postgresR4, sqliteR4 } from "./template.ts"
 import { formatTable, type Report, type Row, writeJson } from "./report.ts"
 import { seedFloor, seedSvc } from "./seed.ts"
 import { syntheaMissing } from "./ingest.ts"
@@ -42,7 +43,7 @@ if (flags.help) {
 
 const quick = flags.quick === true
 // The warm-up is long because svc's read path needs a few seconds of JIT before its figures settle.
-const settings = { seconds: quick ? 2 : 10, warmupSeconds: quick ? 1 : 5, poolSize: 1000, syntheaBundles: quick ? quickBundles : 55 }
+const settings = { seconds: quick ? 2 : 10, warmupSeconds: quick ? 1 : 5, poolSize: 1000, syntheaBundles: quick ? quickBundles : 55, idleSeconds: quick ? 2 : 5 }
 const progress = (message: string) => console.error(`[bench] ${message}`)
 
 type Measured = Omit<Row, "floorRatio" | "met">
@@ -87,7 +88,14 @@ const measureAll = async (child: Child, target: Target, list: ReadonlyArray<Work
       })
     }
     // svc-sqlite, svc-postgres, svc-sqlite-r4 (the server with the real R4 packages), ..., floor-better-sqlite3
-    serverPeakRssMb[child.name.startsWith("svc") ? child.name : `${target.server}-${target.backend}`] = memory.lifetimePeakMb()
+    const server = child.name.startsWith("svc") ? child.name : `${target.server}-${target.backend}`
+    serverPeakRssMb[server] = memory.lifetimePeakMb()
+    if (target.server === "svc") {
+      // What the server keeps once the load is over: its resident memory after an idle moment.
+      progress(`${server}: ${settings.idleSeconds} s idle, then its resident memory`)
+      await new Promise((resolve) => setTimeout(resolve, settings.idleSeconds * 1000))
+      serverRssAfterRunMb[server] = memory.currentMb()
+    }
     return measured
   } finally {
     memory.stop()
@@ -95,6 +103,10 @@ const measureAll = async (child: Child, target: Target, list: ReadonlyArray<Work
 }
 
 const serverPeakRssMb: Record<string, number | undefined> = {}
+/** Each svc's resident memory after all its workloads and an idle moment, MB. */
+const serverRssAfterRunMb: Record<string, number | undefined> = {}
+/** The target for the resident memory after the run. */
+const rssAfterRunTargetMb = 300
 const notices: Array<string> = []
 
 const benchFloor = async (workDir: string): Promise<Array<Measured>> => {
@@ -116,9 +128,9 @@ const benchSvc = async (backend: Backend, workDir: string): Promise<Array<Measur
   return measured
 }
 
-/** The Synthea workloads (the ingest, then the searches), on a svc of their own with the real R4 packages, on a fresh database. */
+/** The Synthea workloads (the ingest, then the searches), on a svc of their own with the real R4 packages, on a copy of the R4 template. */
 const benchSvcR4 = async (backend: Backend, workDir: string, packages: Packages): Promise<Array<Measured>> => {
-  progress(`svc ${backend.kind} with the real R4 packages: starting (a first start installs them)`)
+  progress(`svc ${backend.kind} with the real R4 packages: starting`)
   const child = await startSvc(backend, workDir, packages)
   const measured = await measureAll(child, { server: "svc", backend: backend.kind, url: child.url, ids: [] }, workloads.filter(onSynthea))
   await child.stop()
@@ -180,6 +192,7 @@ const withRatios = (measured: ReadonlyArray<Measured>): Array<Row> => {
 const main = async (): Promise<void> => {
   installSignalHandlers()
   const startedAt = new Date().toISOString()
+  const startedAtMs = performance.now()
   const loadAverageAtStart = loadavg().map((load) => Math.round(load * 100) / 100)
   const workDir = mkdtempSync(join(tmpdir(), "svc-bench-"))
   onCleanup("removing the temporary directory", () => rmSync(workDir, { recursive: true, force: true }))
@@ -187,7 +200,10 @@ const main = async (): Promise<void> => {
   const packages = await r4Packages()
   const measured: Array<Measured> = [...(await benchFloor(workDir))]
   measured.push(...(await benchSvc({ kind: "sqlite", file: join(workDir, "svc.sqlite") }, workDir)))
-  if (packages !== undefined) measured.push(...(await benchSvcR4({ kind: "sqlite", file: join(workDir, "svc-r4.sqlite") }, workDir, packages)))
+  if (packages !== undefined) {
+    const backend = await sqliteR4(join(workDir, "svc-r4.sqlite"), workDir, packages, progress)
+    measured.push(...(await benchSvcR4(backend, workDir, packages)))
+  }
 
   if (flags["sqlite-only"]) {
     notices.push("Postgres skipped: --sqlite-only")
@@ -202,9 +218,9 @@ const main = async (): Promise<void> => {
       measured.push(...(await benchSvc({ kind: "postgres", url: database.url }, workDir)))
       await drop()
       if (packages !== undefined) {
-        const r4Database = await createBenchDatabase()
+        const r4Database = await postgresR4(workDir, packages, progress)
         const dropR4 = onCleanup("dropping the Postgres database", r4Database.drop)
-        measured.push(...(await benchSvcR4({ kind: "postgres", url: r4Database.url }, workDir, packages)))
+        measured.push(...(await benchSvcR4(r4Database.backend, workDir, packages)))
         await dropR4()
       }
     }
@@ -219,7 +235,11 @@ const main = async (): Promise<void> => {
   const described = workloads.map((w) => ({ name: w.name, description: w.description, connections: w.connections, target: describeGoal(w.goal) }))
   const validation = await measureValidation(settings.syntheaBundles)
   if (validation === undefined) notices.push("validation not measured: the R4 packages could not be had")
-  const report: Report = { startedAt, loadAverageAtStart, quick, settings, workloads: described, rows, serverPeakRssMb, notices, validation, restartMs }
+  const elapsedSeconds = Math.round((performance.now() - startedAtMs) / 1000)
+  const report: Report = {
+    startedAt, elapsedSeconds, loadAverageAtStart, quick, settings, workloads: described, rows, serverPeakRssMb,
+    serverRssAfterRunMb, rssAfterRunTargetMb, notices, validation, restartMs
+  }
   const file = writeJson(report)
 
   console.log(`svc bench${quick ? " (quick)" : ""}: ${settings.seconds} s per workload after ${settings.warmupSeconds} s warm-up, ` +
@@ -229,11 +249,14 @@ const main = async (): Promise<void> => {
   console.log("")
   const peaks = Object.entries(serverPeakRssMb).map(([server, mb]) => `${server} ${mb === undefined ? "?" : mb.toFixed(0)} MB`)
   console.log(`Peak RSS over each server's life: ${peaks.join(", ")}`)
+  const after = Object.entries(serverRssAfterRunMb).map(([server, mb]) =>
+    `${server} ${mb === undefined ? "?" : `${mb.toFixed(0)} MB${mb < rssAfterRunTargetMb ? "" : " (MISSED)"}`}`)
+  if (after.length > 0) console.log(`RSS of each svc after all its workloads and ${settings.idleSeconds} s idle (target < ${rssAfterRunTargetMb} MB): ${after.join(", ")}`)
   if (validation !== undefined) console.log(formatValidation(validation))
   const restarts = Object.entries(restartMs).map(([kind, ms]) => `${kind} ${(ms / 1000).toFixed(2)} s${ms <= restartTargetMs ? "" : " (MISSED)"}`)
   if (restarts.length > 0) console.log(`Restart to /readyz with the R4 packages installed (median of 3, 1 with --quick; target < ${restartTargetMs / 1000} s): ${restarts.join(", ")}`)
   for (const notice of notices) console.log(`NOTICE: ${notice}`)
-  console.log(`Written: ${relative(root, file)}`)
+  console.log(`Written: ${relative(root, file)} (${elapsedSeconds} s in all)`)
 }
 
 main()

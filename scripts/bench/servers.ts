@@ -67,26 +67,27 @@ const bundle = (): string => {
  * Starts `svc` on `backend` with its default settings (request log included), reading an empty
  * configuration file so that no svc.toml of the machine changes what is measured. With the real
  * R4 packages, a first start on a fresh database installs them (and downloads them on the first
- * run on this machine), so it is given five minutes.
+ * run on this machine), so it is given five minutes. `nodeArgs` go to node before the bundle (the
+ * profiler's `--cpu-prof`).
  */
 export const startSvc = (
   backend: Backend,
   workDir: string,
   packages: Packages = { kind: "stand-in" },
-  /** Options for node itself, before the script (the profiler's, for example). */
-  nodeArgs: ReadonlyArray<string> = []
+  options: { readonly nodeArgs?: ReadonlyArray<string>; readonly name?: string; readonly killAfterMs?: number } = {}
 ): Promise<Child> => {
   const config = join(workDir, "svc.toml")
   writeFileSync(config, "# svc bench: every setting at its default\n")
   const database = backend.kind === "sqlite" ? ["--sqlite", backend.file] : ["--postgres", backend.url]
   return startChild({
-    name: `svc-${backend.kind}${packages.kind === "r4" ? "-r4" : ""}`,
-    args: [...nodeArgs, bundle(), "--config", config, ...database, "--bind", "127.0.0.1:0"],
+    name: options.name ?? `svc-${backend.kind}${packages.kind === "r4" ? "-r4" : ""}`,
+    args: [...(options.nodeArgs ?? []), bundle(), "--config", config, ...database, "--bind", "127.0.0.1:0"],
     cwd: root,
     env: svcEnv(workDir, packages),
     logDir: workDir,
     readyPath: "/readyz",
-    ...(packages.kind === "r4" ? { timeoutMs: 300_000 } : {})
+    ...(packages.kind === "r4" ? { timeoutMs: 300_000 } : {}),
+    ...(options.killAfterMs === undefined ? {} : { killAfterMs: options.killAfterMs })
   })
 }
 

@@ -138,7 +138,7 @@ const main = async () => {
   const profileDir = join(workDir, "cpu-prof")
   if (flags["cpu-prof"] || flags["node-arg"].length > 0) {
     await child.stop()
-    child = await startSvc(backend, workDir, packages, [...(flags["cpu-prof"] ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), ...flags["node-arg"]])
+    child = await startSvc(backend, workDir, packages, { nodeArgs: [...(flags["cpu-prof"] ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), ...flags["node-arg"]] })
   }
   await runIngest({ url: child.url, bundles: [warmup!], connections: 1, signal: interrupted.signal })
   const cpuBefore = cpuMillis(child.pid)
