@@ -90,18 +90,18 @@ describe("Migrations", () => {
             const sql = yield* SqlClient.SqlClient
             yield* migrate({ fhirVersion: "r4" })
             yield* sql`INSERT INTO svc_migrations (version, name, checksum, build_version, applied_at)
-              VALUES (7, 'future', 'x', '9.9.9', ${"2030-01-01T00:00:00.000Z"})`
+              VALUES (999, 'future', 'x', '9.9.9', ${"2030-01-01T00:00:00.000Z"})`
             const error = yield* Effect.flip(migrate({ fhirVersion: "r4" }))
             expect(error._tag).toBe("MigrationRefused")
             expect(error.message).toBe(
-              `database was migrated by a newer build (migration 0007 is unknown to svc ${buildVersion}); refusing to start`
+              `database was migrated by a newer build (migration 0999 is unknown to svc ${buildVersion}); refusing to start`
             )
             if (backend.kind !== "memory") {
               const report = yield* status({ ...options, withSql: false, fhirVersion: "r4" })
               expect(report.outcome).toBe("refuse")
               expect(statusExitCode(report)).toBe(1)
-              expect(report.unknown.map((r) => r.version)).toEqual([7])
-              expect(formatStatus(report)).toContain("0007_future  applied 2030-01-01T00:00:00.000Z by svc 9.9.9 [unknown to this build]")
+              expect(report.unknown.map((r) => r.version)).toEqual([999])
+              expect(formatStatus(report)).toContain("0999_future  applied 2030-01-01T00:00:00.000Z by svc 9.9.9 [unknown to this build]")
             }
           }))
         }))
