@@ -2,9 +2,10 @@
  * The HTTP edge. The server listens from the process's first moment: probes always answer, and
  * every other route answers 503 until the runtime is serving, when the serving app takes over.
  */
-import { HttpApp, HttpIncomingMessage, HttpServer, HttpServerRequest } from "@effect/platform"
+import { HttpApp, HttpIncomingMessage, HttpMiddleware, HttpServer, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
+import { constTrue } from "effect/Function"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { outcomeResponse } from "./OperationOutcome.ts"
 import * as Probes from "./Probes.ts"
@@ -107,7 +108,13 @@ export const listen = (listenOptions: ListenOptions, options: EdgeOptions) =>
       Effect.mapError((error) => listenFailure(listenOptions.host, listenOptions.port, error.cause))
     )
     const server = Context.get(context, HttpServer.HttpServer)
-    yield* HttpServer.serveEffect(edge(options)).pipe(Effect.provide(context))
+    // No tracer exports spans, so none are made: the HTTP middleware's span per request (URL parsing, a copy
+    // of the headers, attributes) and @effect/sql's span per statement were a large share of a read's CPU.
+    yield* HttpServer.serveEffect(edge(options)).pipe(
+      Effect.provide(context),
+      Effect.locally(HttpMiddleware.currentTracerDisabledWhen, constTrue),
+      Effect.withTracerEnabled(false)
+    )
     const listening: Listening = { address: server.address, fast }
     return listening
   })
