@@ -144,9 +144,15 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
         for (const entry of entries) {
           const plan = plans.get(entry.index)
           if (plan?.resource === undefined || (entry.method === "POST" && plan.condition?.match !== undefined)) continue
-          const references = yield* named(entry, Effect.zipRight(settle(env), resolveReferences(env, entry, plan.resource, created)))
-          const state: Rewrite = { replacements: references.size === 0 ? replacements : new Map([...replacements, ...references]), unresolved: [] }
-          const resource = rewrite(plan.resource, state) as Record<string, unknown>
+          // One pass rewrites the placeholders and notes whether there are conditional references; only then
+          // are they resolved (reading the database) and the rewrite done again with them.
+          let state: Rewrite = { replacements, unresolved: [] }
+          let resource = rewrite(plan.resource, state) as Record<string, unknown>
+          if (state.conditional === true) {
+            const references = yield* named(entry, Effect.zipRight(settle(env), resolveReferences(env, entry, plan.resource, created)))
+            state = { replacements: references.size === 0 ? replacements : new Map([...replacements, ...references]), unresolved: [] }
+            resource = rewrite(plan.resource, state) as Record<string, unknown>
+          }
           if (state.unresolved.length > 0) {
             return yield* inEntry(entry, fail("invalid", `the reference ${state.unresolved[0]} matches no fullUrl of the Bundle`))
           }

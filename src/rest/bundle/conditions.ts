@@ -12,6 +12,7 @@ import type { CommandEnv } from "../commands.ts"
 import { type Condition, readCondition } from "../conditional.ts"
 import { fail, FhirError } from "../FhirError.ts"
 import type { Entry } from "./entries.ts"
+import { conditionalReference } from "./references.ts"
 
 const interactionOf: Record<Entry["method"], string> = {
   POST: "conditional create",
@@ -37,7 +38,6 @@ export const conditionOf = (entry: Entry, catalog: Catalog): Condition | FhirErr
 /** The key under which a condition is known: `Type?name=value&...`, decoded. */
 export const conditionKey = (condition: Condition): string => `${condition.type}?${condition.text}`
 
-const conditionalReference = /^([A-Z][A-Za-z]*)\?/
 
 /** Every `reference` written as `Type?search` in `value`, once each. */
 export const conditionalReferences = (value: unknown, found: Set<string> = new Set(), key = ""): Set<string> => {
@@ -46,7 +46,8 @@ export const conditionalReferences = (value: unknown, found: Set<string> = new S
   } else if (Array.isArray(value)) {
     for (const item of value) conditionalReferences(item, found, key)
   } else if (typeof value === "object" && value !== null) {
-    for (const [name, item] of Object.entries(value)) conditionalReferences(item, found, name)
+    const object = value as Record<string, unknown>
+    for (const name in object) conditionalReferences(object[name], found, name)
   }
   return found
 }

@@ -14,7 +14,12 @@ export interface Rewrite {
   readonly replacements: ReadonlyMap<string, string>
   /** `urn:uuid:`/`urn:oid:` references that no entry defines. */
   readonly unresolved: Array<string>
+  /** Set when a `reference` is written as `Type?search` (a conditional reference, resolved elsewhere). */
+  conditional?: boolean
 }
+
+/** A conditional reference: `Type?search`. */
+export const conditionalReference = /^([A-Z][A-Za-z]*)\?/
 
 const rewriteNarrative = (div: string, replacements: ReadonlyMap<string, string>): string => {
   if (!div.includes("urn:") && !div.includes("://")) return div
@@ -29,6 +34,7 @@ const rewriteNarrative = (div: string, replacements: ReadonlyMap<string, string>
 /** A copy of `value` with the placeholders replaced; unresolved `urn:` references are collected. */
 export const rewrite = (value: unknown, state: Rewrite, key = ""): unknown => {
   if (typeof value === "string") {
+    if (key === "reference" && state.conditional !== true && conditionalReference.test(value)) state.conditional = true
     const replaced = state.replacements.get(value)
     if (replaced !== undefined && (key === "reference" || isPlaceholder(value))) return replaced
     if (key === "reference" && isPlaceholder(value)) state.unresolved.push(value)
@@ -37,8 +43,10 @@ export const rewrite = (value: unknown, state: Rewrite, key = ""): unknown => {
   }
   if (Array.isArray(value)) return value.map((item) => rewrite(item, state, key))
   if (typeof value === "object" && value !== null) {
+    const object = value as Record<string, unknown>
     const out: Record<string, unknown> = {}
-    for (const [name, item] of Object.entries(value)) out[name] = rewrite(item, state, name)
+    // for-in visits what Object.entries would (a parsed JSON object has no inherited enumerable keys), without its arrays.
+    for (const name in object) out[name] = rewrite(object[name], state, name)
     return out
   }
   return value
