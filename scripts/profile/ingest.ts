@@ -8,14 +8,14 @@
  * total time, mapped to their source files, are printed.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
-import { SourceMap } from "node:module"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { cleanupAll, installSignalHandlers, interrupted, onCleanup } from "../bench/cleanup.ts"
 import { loadSynthea, runIngest, syntheaMissing } from "../bench/ingest.ts"
 import { createBenchDatabase, postgresUnavailable } from "../bench/postgres.ts"
-import { type Backend, npmRegistry, startSvc } from "../bench/servers.ts"
+import { type Backend, npmRegistry, root, startSvc } from "../bench/servers.ts"
+import { formatSummary, summarize } from "./cpuprofile.ts"
 
 const { values: flags } = parseArgs({
   options: {
@@ -37,76 +37,6 @@ const cpuMillis = (pid: number): number => {
   } catch {
     return 0
   }
-}
-
-interface ProfileNode {
-  readonly id: number
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number; readonly columnNumber: number }
-  readonly children?: ReadonlyArray<number>
-}
-interface Profile {
-  readonly nodes: ReadonlyArray<ProfileNode>
-  readonly samples: ReadonlyArray<number>
-  readonly timeDeltas: ReadonlyArray<number>
-}
-
-const sourceMaps = new Map<string, SourceMap | undefined>()
-const sourceMapOf = (url: string): SourceMap | undefined => {
-  if (!sourceMaps.has(url)) {
-    let map: SourceMap | undefined
-    try {
-      map = new SourceMap(JSON.parse(readFileSync(`${new URL(url).pathname}.map`, "utf8")))
-    } catch {
-      map = undefined
-    }
-    sourceMaps.set(url, map)
-  }
-  return sourceMaps.get(url)
-}
-
-/** `name (file:line)`, through the bundle's source map where there is one. */
-const frameName = (frame: ProfileNode["callFrame"]): string => {
-  const name = frame.functionName === "" ? "(anonymous)" : frame.functionName
-  if (frame.url === "") return name
-  const entry: { originalSource?: unknown; originalLine?: unknown } | undefined = frame.url.endsWith(".mjs")
-    ? sourceMapOf(frame.url)?.findEntry(frame.lineNumber, frame.columnNumber)
-    : undefined
-  if (typeof entry?.originalSource === "string" && typeof entry.originalLine === "number") {
-    const source = entry.originalSource.replace(/^.*?(node_modules\/|src\/)/, "$1")
-    return `${name} (${source}:${entry.originalLine + 1})`
-  }
-  return `${name} (${frame.url.replace(/^.*\//, "")}:${frame.lineNumber + 1})`
-}
-
-/** Self and total time per function (a recursive function's total counted once per sample). */
-const summarise = (profile: Profile, top: number): void => {
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]))
-  const parent = new Map<number, number>()
-  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
-  const self = new Map<string, number>()
-  const total = new Map<string, number>()
-  let all = 0
-  profile.samples.forEach((id, n) => {
-    const dt = profile.timeDeltas[n] ?? 0
-    all += dt
-    const leaf = frameName(byId.get(id)!.callFrame)
-    self.set(leaf, (self.get(leaf) ?? 0) + dt)
-    const seen = new Set<string>()
-    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
-      const name = frameName(byId.get(at)!.callFrame)
-      if (seen.has(name)) continue
-      seen.add(name)
-      total.set(name, (total.get(name) ?? 0) + dt)
-    }
-  })
-  const print = (title: string, table: Map<string, number>) => {
-    console.log(`\n${title} (of ${(all / 1e6).toFixed(2)} s sampled)`)
-    for (const [name, us] of [...table].sort((a, b) => b[1] - a[1]).slice(0, top)) {
-      console.log(`${(us / 1e3).toFixed(0).padStart(8)} ms ${((100 * us) / all).toFixed(1).padStart(5)}%  ${name}`)
-    }
-  }
-  print("self time", self)
-  print("total time", total)
 }
 
 const main = async () => {
@@ -154,7 +84,7 @@ const main = async () => {
   if (flags["cpu-prof"]) {
     const file = readdirSync(profileDir).find((name) => name.endsWith(".cpuprofile"))
     if (file === undefined) throw new Error("the server wrote no CPU profile")
-    summarise(JSON.parse(readFileSync(join(profileDir, file), "utf8")) as Profile, Number(flags.top))
+    console.log(formatSummary(summarize(join(profileDir, file), root), Number(flags.top)))
   }
 }
 

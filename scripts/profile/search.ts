@@ -22,6 +22,7 @@ import { loadSynthea, runIngest } from "../bench/ingest.ts"
 import { runLoad } from "../bench/load.ts"
 import { chainPaths, countOf, everythingPaths, familyPaths, hasPaths, includePaths, pagedPaths, prepareSearch, tokenDatePaths, tokenPaths } from "../bench/search.ts"
 import { startChild } from "../bench/children.ts"
+import { formatSummary, summarize } from "./cpuprofile.ts"
 import { type Backend, npmRegistry, realPackageCache, root } from "../bench/servers.ts"
 
 const { values: flags } = parseArgs({
@@ -48,42 +49,14 @@ const paths: Record<string, (url: string) => Promise<Array<string>> | Array<stri
   paged: (url) => pagedPaths(url)
 }
 
-interface ProfileNode {
-  readonly id: number
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
-  readonly hitCount?: number
-}
-
-/** The `top` functions by self time of the newest .cpuprofile in `dir`, over its last `seconds` (the measured run). */
+/** The top functions of the newest .cpuprofile in `dir`, over its last `seconds` (the measured run; the server stops right after it). */
 const topFunctions = (dir: string, top: number, seconds: number): string => {
   const file = readdirSync(dir).filter((name) => name.endsWith(".cpuprofile")).sort().at(-1)
   if (file === undefined) return "no profile written"
-  const profile = JSON.parse(readFileSync(join(dir, file), "utf8")) as {
-    nodes: ReadonlyArray<ProfileNode>
-    samples: ReadonlyArray<number>
-    timeDeltas: ReadonlyArray<number>
-    endTime: number
-  }
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]))
-  // Sample times from the deltas; only those of the measured run count (the server stops right after it).
-  const times: Array<number> = []
-  let time = profile.endTime - profile.timeDeltas.reduce((sum, delta) => sum + delta, 0)
-  for (const delta of profile.timeDeltas) times.push((time += delta))
-  const from = profile.endTime - seconds * 1_000_000 - 500_000
-  const self = new Map<string, number>()
-  let total = 0
-  profile.samples.forEach((id, n) => {
-    if ((times[n] ?? 0) < from) return
-    const node = byId.get(id)
-    if (node === undefined) return
-    const { functionName, url, lineNumber } = node.callFrame
-    if (functionName === "(idle)") return
-    total++
-    const key = `${functionName || "(anonymous)"} ${url.split("/").slice(-2).join("/")}:${lineNumber + 1}`
-    self.set(key, (self.get(key) ?? 0) + 1)
-  })
-  return [...self].sort((a, b) => b[1] - a[1]).slice(0, top)
-    .map(([key, hits]) => `${((100 * hits) / total).toFixed(1).padStart(5)}%  ${key}`).join("\n") + `\n(${total} samples, idle left out; ${join(dir, file)})`
+  const path = join(dir, file)
+  const { endTime } = JSON.parse(readFileSync(path, "utf8")) as { readonly endTime: number }
+  return `${formatSummary(summarize(path, root, endTime - seconds * 1_000_000 - 500_000, endTime), top)}
+(${path})`
 }
 
 const withoutSvcVariables = (): Record<string, string> =>
