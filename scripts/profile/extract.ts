@@ -21,7 +21,7 @@ process.setSourceMapsEnabled(true)
 const { build } = await import("../../src/catalog/Catalog.ts")
 const { extractIndexReport } = await import("../../src/search/extract/extractIndex.ts")
 const { loadR4Conformance } = await import("../../test/support/r4Examples.ts")
-const { loadSynthea } = await import("../../test/support/synthea.ts")
+const { asStored, loadSynthea } = await import("../../test/support/synthea.ts")
 
 const flag = (name: string): string | undefined => {
   const arg = process.argv.find((a) => a === `--${name}` || a.startsWith(`--${name}=`))
@@ -31,18 +31,6 @@ const engine: Engine = flag("engine") === "fhirpath" ? "fhirpath" : "compiled"
 const rounds = Number(flag("rounds") ?? 3)
 const profileFile = flag("cpu-prof")
 const top = Number(flag("top") ?? 25)
-
-/** `urn:uuid:` references of the transaction to `Type/id`, as the server stores them. */
-const asStored = (entries: ReadonlyArray<{ fullUrl: string; resource: Record<string, unknown> }>) => {
-  const local = new Map(entries.map((e) => [e.fullUrl, `${String(e.resource["resourceType"])}/${String(e.resource["id"])}`]))
-  const rewrite = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(rewrite)
-    if (typeof node !== "object" || node === null) return node
-    return Object.fromEntries(Object.entries(node).map(([key, value]) =>
-      [key, key === "reference" && typeof value === "string" ? local.get(value) ?? value : rewrite(value)]))
-  }
-  return entries.map((e) => rewrite(e.resource) as Record<string, unknown>)
-}
 
 const conformance = await loadR4Conformance()
 if (conformance === undefined) throw new Error("the R4 catalog could not be had")

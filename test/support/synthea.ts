@@ -72,3 +72,19 @@ export const referencesIn = (value: unknown, path = ""): Map<string, string> => 
   walk(value, path)
   return found
 }
+
+/**
+ * The entries as the server stores them: `urn:uuid:` references of a transaction rewritten to `Type/id`
+ * (index rows are taken after that rewrite, and `resolve() is Patient` reads the type from the text).
+ */
+export const asStored = (entries: ReadonlyArray<Entry>): ReadonlyArray<Record<string, unknown>> => {
+  const local = new Map(entries.map((entry) => [entry.fullUrl, `${entry.resource["resourceType"]}/${entry.resource["id"]}`]))
+  const rewrite = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(rewrite)
+    if (typeof node !== "object" || node === null) return node
+    return Object.fromEntries(Object.entries(node).map(([key, value]) =>
+      [key, key === "reference" && typeof value === "string" ? local.get(value) ?? value : rewrite(value)]
+    ))
+  }
+  return entries.map((entry) => rewrite(entry.resource) as Record<string, unknown>)
+}

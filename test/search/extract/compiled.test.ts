@@ -10,7 +10,7 @@ import { extractIndexReport } from "../../../src/search/extract/extractIndex.ts"
 import { elementPath, typed } from "../../../src/search/extract/nodes.ts"
 import { planFor } from "../../../src/search/extract/plan.ts"
 import { loadR4Examples } from "../../support/r4Examples.ts"
-import { type Entry, loadSynthea, skipSynthea } from "../../support/synthea.ts"
+import { asStored, loadSynthea, skipSynthea } from "../../support/synthea.ts"
 import { loadCatalog } from "./catalog.ts"
 
 /** What extraction reads of a result: its value and FHIR type, and the element path bindings are looked up by. */
@@ -150,19 +150,6 @@ let catalog: Catalog | undefined
 beforeAll(async () => {
   catalog = await loadCatalog()
 }, 300_000)
-
-/** `urn:uuid:` references of a transaction rewritten to `Type/id`, as the server stores the entries. */
-const asStored = (entries: ReadonlyArray<Entry>): ReadonlyArray<Record<string, unknown>> => {
-  const local = new Map(entries.map((entry) => [entry.fullUrl, `${entry.resource["resourceType"]}/${entry.resource["id"]}`]))
-  const rewriteReferences = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(rewriteReferences)
-    if (typeof node !== "object" || node === null) return node
-    return Object.fromEntries(Object.entries(node).map(([key, value]) =>
-      [key, key === "reference" && typeof value === "string" ? local.get(value) ?? value : rewriteReferences(value)]
-    ))
-  }
-  return entries.map((entry) => rewriteReferences(entry.resource) as Record<string, unknown>)
-}
 
 /** The resources whose extraction differs between the engines, with the first differing row of each. */
 const differences = (resources: ReadonlyArray<Record<string, unknown>>, catalog: Catalog) => {

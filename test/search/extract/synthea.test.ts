@@ -2,7 +2,7 @@ import { performance } from "node:perf_hooks"
 import { beforeAll, describe, expect, it } from "vitest"
 import type { Catalog } from "../../../src/catalog/Catalog.ts"
 import { extractIndexReport } from "../../../src/search/extract/extractIndex.ts"
-import { type Entry, loadSynthea, skipSynthea } from "../../support/synthea.ts"
+import { asStored, loadSynthea, skipSynthea } from "../../support/synthea.ts"
 import { loadCatalog } from "./catalog.ts"
 
 let catalog: Catalog | undefined
@@ -18,22 +18,6 @@ const expected: Readonly<Record<string, ReadonlyArray<string>>> = {
   Encounter: ["subject", "patient", "date", "class"],
   Condition: ["code", "subject", "patient"],
   Procedure: ["code", "subject", "patient"]
-}
-
-/**
- * The entries as the server stores them: `urn:uuid:` references of a transaction rewritten to `Type/id`
- * (index rows are taken after that rewrite, and `resolve() is Patient` reads the type from the text).
- */
-const asStored = (entries: ReadonlyArray<Entry>): ReadonlyArray<Record<string, unknown>> => {
-  const local = new Map(entries.map((entry) => [entry.fullUrl, `${entry.resource["resourceType"]}/${entry.resource["id"]}`]))
-  const rewrite = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(rewrite)
-    if (typeof node !== "object" || node === null) return node
-    return Object.fromEntries(Object.entries(node).map(([key, value]) =>
-      [key, key === "reference" && typeof value === "string" ? local.get(value) ?? value : rewrite(value)]
-    ))
-  }
-  return entries.map((entry) => rewrite(entry.resource) as Record<string, unknown>)
 }
 
 describe.skipIf(skipSynthea)("extractIndex over the Synthea bundles", () => {
