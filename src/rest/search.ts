@@ -17,7 +17,7 @@ import { parseScoped, type SearchScope } from "../search/parse/parseScope.ts"
 import { parameterType, type Problem } from "../search/parse/SearchRequest.ts"
 import { includedResources } from "../search/plan/include.ts"
 import { limitOf } from "../search/plan/query.ts"
-import { scopeCondition, scopeOrder } from "../search/plan/scope.ts"
+import { orderedPage, scopeCondition, scopeOrder } from "../search/plan/scope.ts"
 import { unsortable } from "../search/plan/sort.ts"
 import { bundleText } from "./bundleText.ts"
 import { fail, type FhirError } from "./FhirError.ts"
@@ -81,13 +81,17 @@ export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: s
     const wantTotal = summary === "count" || query.result.total === "accurate" || query.result.total === "estimate"
     const now = yield* Clock.currentTimeMillis
     const where = scopeCondition(sql, query, now, ctx.condition)
+    const ordered = orderedPage(sql, query, now, ctx.condition)
+    // The content as a subquery, read for the page's rows alone: Postgres joined it to every match before sorting.
+    const columns = sql`r.rkey, r.type, r.id, (SELECT v.content FROM resource_versions v WHERE v.rkey = r.rkey AND v.version = r.version) AS content`
     const [rows, total] = yield* Effect.all([
       summary === "count"
         ? Effect.succeed([])
-        // The content as a subquery, read for the page's rows alone: Postgres joined it to every match before sorting.
-        : sql<{ readonly rkey: number | string; readonly type: string; readonly id: string; readonly content: string }>`
-            SELECT r.rkey, r.type, r.id, (SELECT v.content FROM resource_versions v WHERE v.rkey = r.rkey AND v.version = r.version) AS content
-            FROM resources r WHERE ${where} ORDER BY ${scopeOrder(sql, query)} LIMIT ${limitOf(sql, count + 1)} OFFSET ${offset}`,
+        : sql<{ readonly rkey: number | string; readonly type: string; readonly id: string; readonly content: string }>`${
+          ordered === undefined
+            ? sql`SELECT ${columns} FROM resources r WHERE ${where} ORDER BY ${scopeOrder(sql, query)}`
+            : sql`SELECT ${columns} FROM (${ordered.rows}) d JOIN resources r ON r.rkey = d.rkey WHERE ${ordered.where} GROUP BY d.rkey ORDER BY d.rkey`
+        } LIMIT ${limitOf(sql, count + 1)} OFFSET ${offset}`,
       wantTotal
         ? Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where}`, (r) => Number(r[0]?.n ?? 0))
         : Effect.succeed(undefined)

@@ -346,3 +346,23 @@ export const clauseCondition = (
   const exists = sql`EXISTS (SELECT 1 FROM ${table} i WHERE i.rkey = r.rkey AND i.param = ${clause.code} AND ${alternatives})`
   return clause.exclude ? sql`NOT ${exists}` : exists
 }
+
+/**
+ * The row keys of `type`'s index rows that a clause of one equality value matches, as a subquery whose rows
+ * come in row-key order straight from the lookup index (every column before `rkey` is fixed): a token
+ * `system|code`, a reference `Type/id`, a plain uri. Undefined for every other clause. A resource may have
+ * several such rows (the same code twice), so a reader of these rows groups them by `rkey`.
+ */
+export const orderedLookup = (sql: SqlClient.SqlClient, type: string, clause: Clause, paramType: string): Fragment | undefined => {
+  const [value, ...more] = clause.values
+  if (value === undefined || more.length > 0 || clause.exclude) return undefined
+  const modifier = clause.modifier?.kind
+  const plain = modifier === undefined
+  const ordered =
+    (paramType === "token" && plain && value.kind === "token" && value.code !== undefined && value.system !== undefined && value.system !== "") ||
+    (paramType === "reference" && (plain || modifier === "type") && value.kind === "reference" && value.url === undefined && value.id !== undefined && value.types.length === 1) ||
+    (paramType === "uri" && plain && value.kind === "uri")
+  if (!ordered || !narrowsToType(clause)) return undefined
+  const condition = valueCondition(sql, clause, value, tableColumns(sql), paramType, 0)
+  return sql`SELECT rkey FROM ${sql(tableOf[paramType]!)} WHERE type = ${type} AND param = ${clause.code} AND ${condition}`
+}

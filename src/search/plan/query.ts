@@ -25,8 +25,19 @@ export const criteriaCondition = (
   extra: ReadonlyArray<Statement.Fragment> = [],
   given?: Statement.Fragment
 ): Statement.Fragment => {
+  const driver = given === undefined ? pickDriver(criteria) : undefined
+  return sql.and([
+    ...(given !== undefined ? [given] : driver === undefined ? [sql`r.type = ${type}`] : []),
+    sql`NOT r.deleted`,
+    ...criteria.map((criterion) => criterionCondition(sql, type, criterion, now, criterion === driver)),
+    ...extra
+  ])
+}
+
+/** The criterion that drives a search of `criteria` (see criteriaCondition); undefined when `r.type` drives. */
+export const pickDriver = (criteria: ReadonlyArray<Criterion>): Criterion | undefined => {
   let driver: Criterion | undefined
-  let best = given === undefined ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY
+  let best = Number.POSITIVE_INFINITY
   for (const criterion of criteria) {
     const rank = !("kind" in criterion)
       ? narrowsToType(criterion) ? selectivity(criterion, parameterType(criterion.param)) : undefined
@@ -36,12 +47,7 @@ export const criteriaCondition = (
       driver = criterion
     }
   }
-  return sql.and([
-    ...(given !== undefined ? [given] : driver === undefined ? [sql`r.type = ${type}`] : []),
-    sql`NOT r.deleted`,
-    ...criteria.map((criterion) => criterionCondition(sql, type, criterion, now, criterion === driver)),
-    ...extra
-  ])
+  return driver
 }
 
 /** A chain is read as the row keys of the references to its targets' matches: about as selective as a string. */

@@ -11,8 +11,8 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
 import type { ScopedSearch } from "../parse/parseScope.ts"
 import { type Clause, isCommonCode, parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
-import { clauseCondition } from "./conditions.ts"
-import { orderBy, whereCondition } from "./query.ts"
+import { clauseCondition, orderedLookup } from "./conditions.ts"
+import { orderBy, pickDriver, whereCondition } from "./query.ts"
 import { sortKey } from "./sort.ts"
 
 type Fragment = Statement.Fragment
@@ -56,4 +56,30 @@ export const scopeOrder = (sql: SqlClient.SqlClient, search: ScopedSearch): Frag
   const [first] = search.requests
   if (search.types?.length === 1 && first !== undefined) return orderBy(sql, first)
   return sql.join(", ", false)([...search.result.sort.map((key) => sortKey(sql, undefined, key)), sql`r.rkey ASC`])
+}
+
+/**
+ * A page of one type's search read by walking the driving clause's index rows in row-key order (see
+ * `orderedLookup`), stopping at the page's end: `FROM (rows) d JOIN resources r ... GROUP BY d.rkey ORDER BY
+ * d.rkey`, every other criterion checked per candidate. SQLite reads `r.rkey IN (subquery)` by collecting every
+ * match into a temporary index first, which costs as much as the matches are many. Undefined (plan the page with
+ * `scopeCondition`) on Postgres, for several types, a given condition, `_sort`, `_filter`, or a driver whose rows
+ * do not come in row-key order.
+ */
+export const orderedPage = (
+  sql: SqlClient.SqlClient,
+  search: ScopedSearch,
+  now: number,
+  condition?: Fragment
+): { readonly rows: Fragment; readonly where: Fragment } | undefined => {
+  const [request, ...others] = search.requests
+  if (sql.onDialectOrElse({ sqlite: () => false, orElse: () => true })) return undefined
+  if (request === undefined || others.length > 0 || search.types?.length !== 1 || condition !== undefined) return undefined
+  if (request.result.sort.length > 0 || request.filters.length > 0) return undefined
+  const driver = pickDriver([...request.clauses, ...request.links])
+  if (driver === undefined || "kind" in driver) return undefined
+  const rows = orderedLookup(sql, request.type, driver, parameterType(driver.param))
+  if (rows === undefined) return undefined
+  const rest = { ...request, clauses: request.clauses.filter((clause) => clause !== driver) }
+  return { rows, where: whereCondition(sql, rest, now, sql`r.type = ${request.type}`) }
 }
