@@ -18,7 +18,7 @@ import { makePeerList } from "../http/ClientAddress.ts"
 import { cachedProbe, Readiness, Reasons } from "../http/Readiness.ts"
 import { type HttpServer, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { type EdgeOptions, emptyServingApp, listen, type ListenOptions, ServingApp } from "../http/Server.ts"
-import { installFastRead } from "../rest/fastRead.ts"
+import { type FastCounts, installFastRead } from "../rest/fastRead.ts"
 import * as FhirApp from "../rest/FhirApp.ts"
 import { basePath, RestSettings } from "../rest/Rest.ts"
 import { parseBind } from "../config/Setting.ts"
@@ -103,6 +103,8 @@ export const start = (config: AppConfig) =>
     const app = routeByPrefix(fhir.pipe(Effect.provide(services)))
 
     const probe = yield* cachedProbe(db.probe)
+    // Reads and searches answered by the fast path on SQLite (src/rest/fastRead.ts), shown by `/healthz?verbose=1`.
+    const fastCounts: FastCounts = { reads: 0, searches: 0 }
     yield* Ref.set(slot, Option.some(app))
     const details = Effect.gen(function*() {
       const current = yield* Context.get(catalogContext, CatalogService).get
@@ -110,15 +112,15 @@ export const start = (config: AppConfig) =>
         database: yield* db.stats,
         commits: { since_start: yield* writer.commits, last_commit_ts: yield* writer.lastCommitTs },
         catalog: { generation: current.generation, resource_types: current.resourceTypes.length },
-        search_index: progressDetails(yield* backfill.progress)
+        search_index: progressDetails(yield* backfill.progress),
+        ...(config.database.kind === "sqlite" ? { fast_path: { ...fastCounts } } : {})
       }
     })
     yield* readiness.serving(probe, details)
     if (config.database.kind === "sqlite") {
       const { requestLog, trusted } = edgeOptions(config)
-      yield* installFastRead(fast, { sqlitePath: config.database.sqlite_path, requestLog, trusted }, databaseScope).pipe(
-        Effect.provide(catalogContext)
-      )
+      const options = { sqlitePath: config.database.sqlite_path, requestLog, trusted, publicUrl: config.server.public_url, sql: db.writer, counts: fastCounts }
+      yield* installFastRead(fast, options, databaseScope).pipe(Effect.provide(services))
     }
     yield* Effect.logInfo("serving", { database: config.database.kind })
     const started: Started = { address, searchIndexed: Context.get(reload, CatalogReload).settled }

@@ -6,9 +6,11 @@
  * It answers only what it can answer exactly as the general path would, with the same status, headers,
  * body and request log line; anything else is declined and takes the general path: another method, a
  * query string, conditional headers, a request body, an `Accept` that is not JSON, a type the catalog
- * does not know, a resource that is missing or deleted, or a database error.
+ * does not know, a resource that is missing or deleted, or a database error. Searches of one type
+ * (`GET /fhir/{type}?...`) are answered on the same connection by src/rest/fastSearch.ts.
  */
 import Sqlite from "better-sqlite3"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import { type Clock, Effect, Option, Scope, Stream } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Catalog } from "../catalog/Catalog.ts"
@@ -18,6 +20,8 @@ import type { FastHandler, FastSlot } from "../http/Server.ts"
 import { pickRequestId } from "../http/RequestLog.ts"
 import { LogSink } from "../logging/Log.ts"
 import { contentTypeOf, negotiate } from "./Format.ts"
+import { Backfill } from "../search/Backfill.ts"
+import { makeFastSearch, searchHeaders } from "./fastSearch.ts"
 import { basePath } from "./Rest.ts"
 import { etag, httpDate } from "./respond.ts"
 
@@ -42,19 +46,37 @@ const acceptsJson = (accept: string | undefined): boolean => {
   return "format" in negotiated && negotiated.format === "json" && !negotiated.pretty
 }
 
+/** How many requests the fast path has answered. */
+export interface FastCounts {
+  reads: number
+  searches: number
+}
+
 export interface FastReadOptions {
   readonly sqlitePath: string
   readonly trusted: TrustedProxies
   readonly requestLog: boolean
+  readonly publicUrl: string | undefined
   readonly sink: LogSink["Type"]
   readonly clock: Clock.Clock
   /** The catalog being served now. */
   readonly catalog: () => Catalog
+  /** Builds the fast search's statements (never runs them). */
+  readonly sql: SqlClient.SqlClient
+  /** Whether a search index is being rebuilt now. */
+  readonly indexing: () => boolean
+  /** Counted up for each answer. */
+  readonly counts: FastCounts
 }
 
 export interface FastRead {
   readonly handler: FastHandler
   readonly close: () => void
+}
+
+const pathOf = (url: string): string => {
+  const query = url.indexOf("?")
+  return query === -1 ? url : url.slice(0, query)
 }
 
 /** Opens the fast read's own read-only connection to the SQLite file (in WAL mode, it never waits for the writer). */
@@ -67,11 +89,33 @@ export const openFastRead = (options: FastReadOptions): FastRead => {
      WHERE r.type = ? AND r.id = ?`
   )
   const { clock, sink, trusted } = options
+  const search = makeFastSearch({ ...options, db, nowMillis: () => clock.unsafeCurrentTimeMillis() })
 
-  const handler = (request: IncomingMessage, response: ServerResponse): boolean => {
-    if (request.method !== "GET") return false
-    const match = readPath.exec(request.url ?? "")
-    if (match === null) return false
+  /** Writes the request log line (as RequestLog.around does) and a 200 with `headers` and `content`. */
+  const answer = (request: IncomingMessage, response: ServerResponse, started: bigint, content: string, headers: (bytes: number, requestId: string) => Record<string, string | number>) => {
+    const bytes = Buffer.byteLength(content)
+    const requestId = pickRequestId(single(request.headers["x-request-id"]))
+    if (options.requestLog) {
+      const ended = clock.unsafeCurrentTimeNanos()
+      sink.write(JSON.stringify({
+        time: new Date(clock.unsafeCurrentTimeMillis()).toISOString(),
+        level: "info",
+        message: "request",
+        request_id: requestId,
+        method: "GET",
+        path: pathOf(request.url ?? ""),
+        status: 200,
+        duration_ms: Number(ended - started) / 1e6,
+        client: clientAddress(request.socket.remoteAddress, single(request.headers["x-forwarded-for"]), trusted),
+        bytes
+      }))
+    }
+    response.writeHead(200, headers(bytes, requestId))
+    response.end(content)
+    return true
+  }
+
+  const read = (request: IncomingMessage, response: ServerResponse, match: RegExpExecArray): boolean => {
     const headers = request.headers
     if (headers["if-none-match"] !== undefined || headers["if-modified-since"] !== undefined) return false
     if (headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")) return false
@@ -86,59 +130,61 @@ export const openFastRead = (options: FastReadOptions): FastRead => {
       return false
     }
     if (row === undefined || row.content === null) return false
-    const content = row.content
-    const bytes = Buffer.byteLength(content)
-    const requestId = pickRequestId(single(headers["x-request-id"]))
-    if (options.requestLog) {
-      const ended = clock.unsafeCurrentTimeNanos()
-      sink.write(JSON.stringify({
-        time: new Date(clock.unsafeCurrentTimeMillis()).toISOString(),
-        level: "info",
-        message: "request",
-        request_id: requestId,
-        method: "GET",
-        path: request.url,
-        status: 200,
-        duration_ms: Number(ended - started) / 1e6,
-        client: clientAddress(request.socket.remoteAddress, single(headers["x-forwarded-for"]), trusted),
-        bytes
-      }))
-    }
-    const commitTs = Number(row.commit_ts)
-    response.writeHead(200, {
-      etag: etag(row.version),
-      "last-modified": httpDate(commitTs),
+    const { version, commit_ts } = row
+    options.counts.reads++
+    return answer(request, response, started, row.content, (bytes, requestId) => ({
+      etag: etag(version),
+      "last-modified": httpDate(Number(commit_ts)),
       "content-type": jsonType,
       "content-length": bytes,
       "x-request-id": requestId
-    })
-    response.end(content)
-    return true
+    }))
+  }
+
+  const handler = (request: IncomingMessage, response: ServerResponse): boolean => {
+    if (request.method !== "GET") return false
+    const match = readPath.exec(request.url ?? "")
+    if (match !== null) return read(request, response, match)
+    const started = clock.unsafeCurrentTimeNanos()
+    const found = search(request)
+    if (found === undefined) return false
+    options.counts.searches++
+    return answer(request, response, started, found, searchHeaders)
   }
 
   return { handler, close: () => db.close() }
 }
 
 /**
- * Puts the fast read in `slot` while the server is serving a SQLite file, following the catalog as it is
- * rebuilt. Its connection closes with `scope` (the database's); the slot is emptied first, when the
- * current scope closes. When the connection cannot be opened, reads simply take the general path.
+ * Puts the fast read (and search) in `slot` while the server is serving a SQLite file, following the catalog
+ * as it is rebuilt and the backfill's progress. Its connection closes with `scope` (the database's); the slot
+ * is emptied first, when the current scope closes. When the connection cannot be opened, reads and searches
+ * simply take the general path.
  */
 export const installFastRead = (
   slot: FastSlot,
-  options: Omit<FastReadOptions, "catalog" | "sink" | "clock">,
+  options: Omit<FastReadOptions, "catalog" | "sink" | "clock" | "indexing">,
   scope: Scope.Scope
 ) =>
   Effect.gen(function*() {
     const catalogs = yield* CatalogService
     const sink = yield* LogSink
     const clock = yield* Effect.clock
-    const served = { catalog: yield* catalogs.get }
+    const served = { catalog: yield* catalogs.get, indexing: false }
     yield* catalogs.changes.pipe(
       Stream.runForEach((catalog) => Effect.sync(() => void (served.catalog = catalog))),
       Effect.forkIn(scope)
     )
-    const opened = yield* Effect.try(() => openFastRead({ ...options, sink, clock, catalog: () => served.catalog })).pipe(
+    const backfill = yield* Effect.serviceOption(Backfill)
+    if (Option.isSome(backfill)) {
+      yield* backfill.value.changes.pipe(
+        Stream.runForEach((progress) => Effect.sync(() => void (served.indexing = progress.running))),
+        Effect.forkIn(scope)
+      )
+    }
+    const opened = yield* Effect.try(() =>
+      openFastRead({ ...options, sink, clock, catalog: () => served.catalog, indexing: () => served.indexing })
+    ).pipe(
       Effect.tap((fast) => Scope.addFinalizer(scope, Effect.sync(fast.close))),
       Effect.tapError((error) => Effect.logWarning("reads take the general path: the fast read's connection did not open", { error: String(error.error) })),
       Effect.option

@@ -14,8 +14,8 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import { Database } from "../db/Database.ts"
 import { type Issue, operationOutcome } from "../http/OperationOutcome.ts"
 import { parseScoped, type SearchScope } from "../search/parse/parseScope.ts"
-import { parameterType, type Problem } from "../search/parse/SearchRequest.ts"
-import { includedResources } from "../search/plan/include.ts"
+import { parameterType, type Problem, type SearchRequest } from "../search/parse/SearchRequest.ts"
+import { type IncludedResource, includedResources } from "../search/plan/include.ts"
 import { limitOf } from "../search/plan/query.ts"
 import { orderedPage, scopeCondition, scopeOrder } from "../search/plan/scope.ts"
 import { unsortable } from "../search/plan/sort.ts"
@@ -24,8 +24,6 @@ import { fail, type FhirError } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { resourceBody } from "./respond.ts"
 import { shapeFor, shapeText } from "./shape.ts"
-
-const notYet = (what: string) => fail("not-supported", `${what} is not available in this build yet`, 501)
 
 /** The query string of a page link: the request's own parameters, less those set aside, at `offset`. */
 export const pageParams = (params: URLSearchParams, request: { readonly ignored: ReadonlyArray<Problem> }, offset: number): string => {
@@ -56,49 +54,63 @@ export interface SearchContext {
   readonly path?: string
 }
 
-/**
- * The searchset Bundle of `type?params` as JSON text, read with `sql`: a reader for `GET [base]/{type}`,
- * the Writer's connection for a search inside a batch or transaction (it sees the Bundle's own writes).
- * `scope` instead of a type searches several types, or every type.
- */
-export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: string | SearchScope): Effect.Effect<string, FhirError | SqlError> =>
-  Effect.gen(function*() {
-    const parsed = parseScoped(typeof scope === "string" ? { types: [scope], typeParameter: false } : scope, ctx.params, ctx.catalog, { lenient: ctx.lenient })
-    if (Either.isLeft(parsed)) {
-      const problems = parsed.left
-      const status = problems.some((problem) => problem.status === 400) ? 400 : 501
-      return yield* fail(status === 400 ? "invalid" : "not-supported", problems.map((problem) => problem.message).join("; "), status)
-    }
-    const query = parsed.right
-    const unsorted = query.result.sort.find(unsortable)
-    if (unsorted !== undefined) return yield* notYet(`_sort on the ${parameterType(unsorted.param)} parameter '${unsorted.code}'`)
-    const summary = query.result.summary
-    const shape = shapeFor(summary, query.result.elements)
-    if (Either.isLeft(shape)) return yield* fail("invalid", shape.left, 400)
+/** A row of a search page: the resource's key and its current content. */
+export interface PageRow {
+  readonly rkey: number | string
+  readonly type: string
+  readonly id: string
+  readonly content: string
+}
 
-    const count = query.result.count
-    const offset = query.result.offset ?? 0
-    const wantTotal = summary === "count" || query.result.total === "accurate" || query.result.total === "estimate"
-    const now = yield* Clock.currentTimeMillis
-    const where = scopeCondition(sql, query, now, ctx.condition)
-    const ordered = orderedPage(sql, query, now, ctx.condition)
-    // The content as a subquery, read for the page's rows alone: Postgres joined it to every match before sorting.
-    const columns = sql`r.rkey, r.type, r.id, (SELECT v.content FROM resource_versions v WHERE v.rkey = r.rkey AND v.version = r.version) AS content`
-    const [rows, total] = yield* Effect.all([
-      summary === "count"
-        ? Effect.succeed([])
-        : sql<{ readonly rkey: number | string; readonly type: string; readonly id: string; readonly content: string }>`${
-          ordered === undefined
-            ? sql`SELECT ${columns} FROM resources r WHERE ${where} ORDER BY ${scopeOrder(sql, query)}`
-            : sql`SELECT ${columns} FROM (${ordered.rows}) d JOIN resources r ON r.rkey = d.rkey WHERE ${ordered.where} GROUP BY d.rkey ORDER BY d.rkey`
-        } LIMIT ${limitOf(sql, count + 1)} OFFSET ${offset}`,
-      wantTotal
-        ? Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where}`, (r) => Number(r[0]?.n ?? 0))
-        : Effect.succeed(undefined)
-    ])
-    const page = rows.slice(0, count)
-    const included = yield* includedResources(sql, page.map((row) => ({ rkey: Number(row.rkey), type: row.type, id: row.id })), query.result.include, query.result.revinclude)
-      .pipe(Effect.catchTag("TooManyIncluded", (error) => fail("too-costly", error.message, 400)))
+/**
+ * A searchset planned: the statements to run, the `_include`/`_revinclude` rules for the page's matches, and
+ * the Bundle made of what they read. Running it is left to the caller (`searchset` through @effect/sql; the
+ * fast search of src/rest/fastSearch.ts on its own connection), so that both answer alike.
+ */
+export interface SearchsetPlan {
+  /** The page, one row more than `_count` (absent for `_summary=count`). */
+  readonly page: Statement.Statement<PageRow> | undefined
+  /** The total's `count(*)` as `n`, when the total is asked for. */
+  readonly total: Statement.Statement<{ readonly n: number | string }> | undefined
+  /** `_count`: the page's matches are its first rows. */
+  readonly pageSize: number
+  readonly include: SearchRequest["result"]["include"]
+  readonly revinclude: SearchRequest["result"]["revinclude"]
+  /** The Bundle's text from the page's rows, the total and the included resources. */
+  readonly finish: (rows: ReadonlyArray<PageRow>, total: number | undefined, included: ReadonlyArray<IncludedResource>) => string
+}
+
+/** The plan of the searchset of `type?params` (or of `scope`) at `now`, or why the request is refused. */
+export const planSearchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: string | SearchScope, now: number): Either.Either<SearchsetPlan, FhirError> => {
+  const parsed = parseScoped(typeof scope === "string" ? { types: [scope], typeParameter: false } : scope, ctx.params, ctx.catalog, { lenient: ctx.lenient })
+  if (Either.isLeft(parsed)) {
+    const problems = parsed.left
+    const status = problems.some((problem) => problem.status === 400) ? 400 : 501
+    return Either.left(fail(status === 400 ? "invalid" : "not-supported", problems.map((problem) => problem.message).join("; "), status))
+  }
+  const query = parsed.right
+  const unsorted = query.result.sort.find(unsortable)
+  if (unsorted !== undefined) return Either.left(fail("not-supported", `_sort on the ${parameterType(unsorted.param)} parameter '${unsorted.code}' is not available in this build yet`, 501))
+  const summary = query.result.summary
+  const shape = shapeFor(summary, query.result.elements)
+  if (Either.isLeft(shape)) return Either.left(fail("invalid", shape.left, 400))
+
+  const count = query.result.count
+  const offset = query.result.offset ?? 0
+  const wantTotal = summary === "count" || query.result.total === "accurate" || query.result.total === "estimate"
+  const where = scopeCondition(sql, query, now, ctx.condition)
+  const ordered = orderedPage(sql, query, now, ctx.condition)
+  // The content as a subquery, read for the page's rows alone: Postgres joined it to every match before sorting.
+  const columns = sql`r.rkey, r.type, r.id, (SELECT v.content FROM resource_versions v WHERE v.rkey = r.rkey AND v.version = r.version) AS content`
+  const page = summary === "count" ? undefined : sql<PageRow>`${
+    ordered === undefined
+      ? sql`SELECT ${columns} FROM resources r WHERE ${where} ORDER BY ${scopeOrder(sql, query)}`
+      : sql`SELECT ${columns} FROM (${ordered.rows}) d JOIN resources r ON r.rkey = d.rkey WHERE ${ordered.where} GROUP BY d.rkey ORDER BY d.rkey`
+  } LIMIT ${limitOf(sql, count + 1)} OFFSET ${offset}`
+  const total = wantTotal ? sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where}` : undefined
+
+  const finish = (rows: ReadonlyArray<PageRow>, total: number | undefined, included: ReadonlyArray<IncludedResource>): string => {
+    const matches = rows.slice(0, count)
     const path = ctx.path ?? (typeof scope === "string" ? scope : "")
     const link = (relation: string, at: number) => ({ relation, url: `${ctx.base}${path === "" ? "" : `/${path}`}?${pageParams(ctx.params, query, at)}` })
     const links = [link("self", offset), link("first", 0)]
@@ -106,7 +118,7 @@ export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: s
     if (offset > 0) links.push(link("previous", Math.max(0, offset - count)))
     // Only the matches are shaped: included resources and the outcome entry stay whole.
     const entries = [
-      ...page.map((row) =>
+      ...matches.map((row) =>
         `{"fullUrl":${JSON.stringify(`${ctx.base}/${row.type}/${row.id}`)},"resource":${shapeText(row.content, row.type, ctx.catalog, shape.right)},"search":{"mode":"match"}}`),
       ...included.map((resource) =>
         `{"fullUrl":${JSON.stringify(`${ctx.base}/${resource.type}/${resource.id}`)},"resource":${resource.content},"search":{"mode":"include"}}`)
@@ -117,6 +129,30 @@ export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: s
     ]
     if (warnings.length > 0) entries.push(JSON.stringify({ resource: operationOutcome(warnings), search: { mode: "outcome" } }))
     return bundleText({ type: "searchset", total, link: links }, entries, now)
+  }
+  return Either.right({ page, total, pageSize: count, include: query.result.include, revinclude: query.result.revinclude, finish })
+}
+
+/** The rows of a page that `_include`/`_revinclude` start from. */
+export const pageKeys = (rows: ReadonlyArray<PageRow>, count: number) =>
+  rows.slice(0, count).map((row) => ({ rkey: Number(row.rkey), type: row.type, id: row.id }))
+
+/**
+ * The searchset Bundle of `type?params` as JSON text, read with `sql`: a reader for `GET [base]/{type}`,
+ * the Writer's connection for a search inside a batch or transaction (it sees the Bundle's own writes).
+ * `scope` instead of a type searches several types, or every type.
+ */
+export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: string | SearchScope): Effect.Effect<string, FhirError | SqlError> =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const plan = yield* planSearchset(sql, ctx, scope, now)
+    const [rows, total] = yield* Effect.all([
+      plan.page ?? Effect.succeed([]),
+      plan.total === undefined ? Effect.succeed(undefined) : Effect.map(plan.total, (r) => Number(r[0]?.n ?? 0))
+    ])
+    const included = yield* includedResources(sql, pageKeys(rows, plan.pageSize), plan.include, plan.revinclude)
+      .pipe(Effect.catchTag("TooManyIncluded", (error) => fail("too-costly", error.message, 400)))
+    return plan.finish(rows, total, included)
   })
 
 /**

@@ -32,6 +32,8 @@ export class Backfill extends Context.Tag("svc/search/Backfill")<Backfill, {
   /** Waits until every background request so far has finished. */
   readonly idle: Effect.Effect<void>
   readonly progress: Effect.Effect<Progress>
+  /** The progress now and at every change. */
+  readonly changes: Stream.Stream<Progress>
 }>() {}
 
 /** Progress as `/healthz?verbose=1` shows it. */
@@ -80,7 +82,7 @@ export const make = (options: Partial<BackfillOptions> = {}) =>
     const idle = Effect.flatMap(Ref.get(requested), (target) =>
       completed.changes.pipe(Stream.filter((n) => n >= target), Stream.runHead, Effect.asVoid))
 
-    return Backfill.of({ run, request, idle, progress: SubscriptionRef.get(progress) })
+    return Backfill.of({ run, request, idle, progress: SubscriptionRef.get(progress), changes: progress.changes })
   })
 
 export const layer = (options: Partial<BackfillOptions> = {}) => Layer.scoped(Backfill, make(options))

@@ -1,11 +1,11 @@
 /** The warning a search carries while the backfill rebuilds the index of its resource type. */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
 import { indexWarnings } from "../../src/rest/search.ts"
 import { Backfill, type Progress } from "../../src/search/Backfill.ts"
 
 const withProgress = (progress: Progress) =>
-  Backfill.of({ run: () => Effect.die("unused"), request: () => Effect.void, idle: Effect.void, progress: Effect.succeed(progress) })
+  Backfill.of({ run: () => Effect.die("unused"), request: () => Effect.void, idle: Effect.void, progress: Effect.succeed(progress), changes: Stream.make(progress) })
 
 describe("searches during a backfill", () => {
   it.effect("warn for the types being rebuilt, with the progress, and only for those", () =>

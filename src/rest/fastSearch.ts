@@ -1,0 +1,94 @@
+/**
+ * `GET /fhir/{type}?...` as JSON answered from the Node request itself, next to the fast read
+ * (src/rest/fastRead.ts) and on its connection: the searchset is planned by `planSearchset` exactly as the
+ * general path plans it, its statements are compiled to SQL text and run as prepared statements, and the
+ * Bundle is made by the plan. Through the Effect HTTP stack the same search costs about twice as much CPU.
+ *
+ * It answers only what the general path would answer with the same status, headers and body (the Bundle's
+ * id and meta.lastUpdated aside, which differ between any two answers); anything else is declined: a
+ * `Prefer` header, a body, a format other than plain JSON (`_format`, `_pretty`, `Accept`), a type the
+ * catalog does not know, a search the plan refuses (the general path says why), `_include`/`_revinclude`,
+ * a search index being rebuilt (its answers carry a warning), or a database error.
+ */
+import type Sqlite from "better-sqlite3"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Statement } from "@effect/sql"
+import { Either } from "effect"
+import type { IncomingMessage } from "node:http"
+import type { Catalog } from "../catalog/Catalog.ts"
+import { contentTypeOf, negotiate } from "./Format.ts"
+import { basePath, baseUrl } from "./Rest.ts"
+import { type PageRow, planSearchset } from "./search.ts"
+
+const searchPath = new RegExp(`^${basePath}/([A-Z][A-Za-z]{0,63})$`)
+const jsonType = contentTypeOf("json")
+
+/** Prepared statements kept per SQL text; a search's text depends on its shape, not its values. */
+const preparedLimit = 256
+
+export interface FastSearchOptions {
+  readonly db: Sqlite.Database
+  /** Builds the statements (never runs them): any SQLite client of the server. */
+  readonly sql: SqlClient.SqlClient
+  readonly publicUrl: string | undefined
+  readonly catalog: () => Catalog
+  /** Whether the background backfill is rebuilding a search index now. */
+  readonly indexing: () => boolean
+  readonly nowMillis: () => number
+}
+
+/** What the fast search answers: the Bundle's text, or undefined when it declines. */
+export type FastSearch = (request: IncomingMessage) => string | undefined
+
+export const makeFastSearch = (options: FastSearchOptions): FastSearch => {
+  const prepared = new Map<string, Sqlite.Statement>()
+  const prepare = (text: string): Sqlite.Statement => {
+    const hit = prepared.get(text)
+    if (hit !== undefined) return hit
+    if (prepared.size >= preparedLimit) prepared.clear()
+    const statement = options.db.prepare(text)
+    prepared.set(text, statement)
+    return statement
+  }
+  const all = <A>(statement: Statement.Statement<A>): ReadonlyArray<A> => {
+    const [text, params] = statement.compile()
+    return prepare(text).all(...params) as ReadonlyArray<A>
+  }
+
+  return (request) => {
+    if (request.method !== "GET") return undefined
+    const url = request.url ?? ""
+    const queryAt = url.indexOf("?")
+    const match = searchPath.exec(queryAt === -1 ? url : url.slice(0, queryAt))
+    if (match === null) return undefined
+    const headers = request.headers
+    if (headers["prefer"] !== undefined) return undefined
+    if (headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")) return undefined
+    const params = new URLSearchParams(queryAt === -1 ? "" : url.slice(queryAt + 1))
+    const negotiated = negotiate(params, headers["accept"])
+    if (!("format" in negotiated) || negotiated.format !== "json" || negotiated.pretty) return undefined
+    const type = match[1]!
+    const catalog = options.catalog()
+    if (!catalog.isResourceType(type) || options.indexing()) return undefined
+    const ctx = { catalog, base: baseUrl(options.publicUrl, headers["host"]), params, lenient: false }
+    const plan = planSearchset(options.sql, ctx, type, options.nowMillis())
+    if (Either.isLeft(plan)) return undefined
+    const { page, total, include, revinclude, finish } = plan.right
+    if (include.length > 0 || revinclude.length > 0) return undefined
+    try {
+      const rows: ReadonlyArray<PageRow> = page === undefined ? [] : all(page)
+      const counted = total === undefined ? undefined : Number(all(total)[0]?.n ?? 0)
+      return finish(rows, counted, [])
+    } catch {
+      return undefined
+    }
+  }
+}
+
+/** The headers of a searchset answer, in the order the general path sends them. */
+export const searchHeaders = (bytes: number, requestId: string): Record<string, string | number> => ({
+  vary: "Prefer",
+  "content-type": jsonType,
+  "content-length": bytes,
+  "x-request-id": requestId
+})

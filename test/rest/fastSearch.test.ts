@@ -1,0 +1,123 @@
+/**
+ * The fast search (src/rest/fastSearch.ts) answers `GET /fhir/{type}?...` exactly as the general path does:
+ * the same status, headers in the same order, the same Bundle (its id and meta.lastUpdated aside) and the same
+ * request log line. A `Prefer` header always takes the general path, so each search is compared with its twin
+ * sent with `Prefer: handling=strict` (the default handling). `/healthz?verbose=1` counts what the fast path
+ * answered, which tells the two paths apart.
+ */
+import { describe, expect, layer } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { request as httpRequest } from "node:http"
+import { backends } from "../support/backends.ts"
+import { call, startServer, type TestServer } from "../support/server.ts"
+
+class Server extends Context.Tag("test/FastSearchServer")<Server, TestServer>() {}
+
+interface Raw {
+  readonly status: number
+  /** Header names and values in the order they were sent. */
+  readonly headers: ReadonlyArray<readonly [string, string]>
+  readonly body: string
+}
+
+/** One GET with node:http, keeping the raw header order. */
+const raw = (url: string, headers: Record<string, string> = {}) =>
+  Effect.async<Raw>((resume) => {
+    const req = httpRequest(url, { method: "GET", headers }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (chunk: Buffer) => chunks.push(chunk))
+      res.on("end", () => {
+        const pairs: Array<readonly [string, string]> = []
+        for (let i = 0; i < res.rawHeaders.length; i += 2) pairs.push([res.rawHeaders[i]!.toLowerCase(), res.rawHeaders[i + 1]!])
+        resume(Effect.succeed({ status: res.statusCode ?? 0, headers: pairs, body: Buffer.concat(chunks).toString("utf8") }))
+      })
+    })
+    req.end()
+  })
+
+const varying = new Set(["x-request-id", "date", "content-length"])
+const stable = (reply: Raw) => reply.headers.filter(([name]) => !varying.has(name))
+/** The Bundle without what differs between any two answers. */
+const comparable = (body: string) => {
+  const { id: _id, meta: _meta, ...rest } = JSON.parse(body)
+  return rest
+}
+
+const fastSearches = (url: string) =>
+  Effect.map(call("GET", `${url}/healthz?verbose=1`), (reply) => reply.json.fast_path?.searches as number | undefined)
+
+for (const backend of backends) {
+  describe.skipIf(backend.skip)(`fast search on ${backend.kind}`, () => {
+    layer(Layer.scoped(Server, startServer(backend.kind)), { timeout: 60_000, excludeTestServices: true })((it) => {
+      it.effect("answers with the same status, headers, Bundle and log line as the general path", () =>
+        Effect.gen(function*() {
+          const { base, lines, url } = yield* Server
+          const system = "urn:test:fast-search"
+          for (const [family, gender] of [["Fastsearch", "female"], ["Fastsearch", "male"], ["Fastsearch", "female"], ["Other", "female"]]) {
+            const created = yield* call("POST", `${base}/Patient`, {
+              body: { resourceType: "Patient", gender, name: [{ family }], identifier: [{ system, value: family }] }
+            })
+            expect(created.status).toBe(201)
+          }
+          const searches = [
+            `Patient?family=fastsearch`,
+            `Patient?family=fastsearch&gender=female&_count=1`,
+            `Patient?identifier=${encodeURIComponent(`${system}|Fastsearch`)}&_count=2&_offset=1`,
+            `Patient?family=fastsearch&_total=accurate&_elements=gender`,
+            `Patient?family=fastsearch&_summary=count`,
+            `Patient?family=fastsearch&_summary=true&_sort=-_lastUpdated`,
+            `Patient?family=fastsearch&_format=json`,
+            `Patient?family=nobody-at-all`
+          ]
+          const before = yield* fastSearches(url)
+          for (const [i, search] of searches.entries()) {
+            const fast = yield* raw(`${base}/${search}`, { "x-request-id": `fast-${i}` })
+            const general = yield* raw(`${base}/${search}`, { "x-request-id": `general-${i}`, prefer: "handling=strict" })
+            expect([search, fast.status]).toEqual([search, 200])
+            expect(stable(fast)).toEqual(stable(general))
+            expect(fast.headers.map(([name]) => name)).toEqual(general.headers.map(([name]) => name))
+            expect(fast.headers).toContainEqual(["content-length", String(Buffer.byteLength(fast.body))])
+            expect(fast.headers).toContainEqual(["x-request-id", `fast-${i}`])
+            expect(comparable(fast.body)).toEqual(comparable(general.body))
+            const [fastLine] = lines.map((line) => JSON.parse(line)).filter((line) => line.request_id === `fast-${i}`)
+            const [generalLine] = lines.map((line) => JSON.parse(line)).filter((line) => line.request_id === `general-${i}`)
+            if (backend.kind !== "memory") {
+              expect(Object.keys(fastLine)).toEqual(Object.keys(generalLine))
+              const { time: _t1, duration_ms: _d1, request_id: _r1, bytes: b1, ...fastRest } = fastLine
+              const { time: _t2, duration_ms: _d2, request_id: _r2, bytes: b2, ...generalRest } = generalLine
+              expect(fastRest).toEqual(generalRest)
+              expect(fastRest).toMatchObject({ method: "GET", path: "/fhir/Patient", status: 200 })
+              expect(b1).toBe(Buffer.byteLength(fast.body))
+              expect(b2).toBe(Buffer.byteLength(general.body))
+            }
+          }
+          const after = yield* fastSearches(url)
+          // Only a SQLite file has the fast path; every search above is one it answers.
+          if (backend.kind === "sqlite") expect((after ?? 0) - (before ?? 0)).toBe(searches.length)
+          else expect(after).toBeUndefined()
+        }))
+
+      it.effect("leaves what it cannot answer alike to the general path", () =>
+        Effect.gen(function*() {
+          const { base, url } = yield* Server
+          const before = yield* fastSearches(url)
+          const unknown = yield* raw(`${base}/Patient?no-such-parameter=1`)
+          expect(unknown.status).toBe(400)
+          expect(JSON.parse(unknown.body).resourceType).toBe("OperationOutcome")
+          const lenient = yield* raw(`${base}/Patient?no-such-parameter=1`, { prefer: "handling=lenient" })
+          expect(lenient.status).toBe(200)
+          expect(lenient.headers).toContainEqual(["preference-applied", "handling=lenient"])
+          const xml = yield* raw(`${base}/Patient?family=fastsearch`, { accept: "application/fhir+xml" })
+          expect(xml.status).toBe(200)
+          expect(xml.headers).toContainEqual(["content-type", "application/fhir+xml; charset=utf-8"])
+          const pretty = yield* raw(`${base}/Patient?family=fastsearch&_pretty=true`)
+          expect(pretty.body).toContain("\n  \"resourceType\": \"Bundle\"")
+          const included = yield* raw(`${base}/Observation?_include=Observation:subject`)
+          expect(included.status).toBe(200)
+          const unknownType = yield* raw(`${base}/Unicorn?name=x`)
+          expect(unknownType.status).toBe(404)
+          expect(yield* fastSearches(url)).toEqual(before)
+        }))
+    })
+  })
+}
