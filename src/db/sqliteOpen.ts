@@ -8,6 +8,18 @@ import { causeText, DatabaseOpenError } from "./errors.ts"
 
 const busyTimeoutMillis = 5000
 
+/**
+ * Page caches, in KiB. better-sqlite3 builds SQLite with 16 MiB per connection, and a SQLite file has
+ * `cluster.db_pool` readers besides the writer and the read by id's connection: after the bench's searches
+ * every reader's cache was full, some 80 MB of the server's memory for pages the OS keeps cached anyway (a
+ * page a connection no longer holds is read again from there, without touching the disk). With 4 MiB per
+ * reader the searches cost the same CPU per page. The writer's cache holds the pages a transaction changes
+ * until its commit (more spill into the write-ahead log early, which is allowed): with 8 MiB a Synthea ingest
+ * cost the same CPU per resource. An in-memory database is all cache and ignores the setting.
+ */
+export const readerCacheKib = 2048
+export const writerCacheKib = 8192
+
 const errorCode = (cause: unknown): string | undefined =>
   typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
     ? cause.code
@@ -76,6 +88,7 @@ export const openSqlite = (
     const setup = [
       `PRAGMA busy_timeout = ${busyTimeoutMillis}`,
       "PRAGMA foreign_keys = ON",
+      ...(memory ? [] : [`PRAGMA cache_size = -${options.readonly ? readerCacheKib : writerCacheKib}`]),
       // Reads a page, so a file that is not a database is refused here rather than at first use.
       "SELECT count(*) FROM sqlite_master"
     ]

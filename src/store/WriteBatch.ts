@@ -11,14 +11,24 @@ import { Effect } from "effect"
 /** The most values one statement may bind: SQLite's SQLITE_MAX_VARIABLE_NUMBER (since 3.32) and Postgres's protocol limit. */
 export const parameterLimit = { sqlite: 32766, pg: 65535 } as const
 
+/**
+ * The most values svc binds in one statement. On SQLite every statement text is prepared once and kept in
+ * the writer's cache of prepared statements (up to 200), where it holds about 85 bytes per value (its
+ * program and a slot per parameter): with statements up to the parameter limit, the sizes the index tables
+ * had used held some 50 MB after a Synthea ingest. At 1,024 values a statement holds under 100 KB and a
+ * Bundle takes a few more statements, for the same CPU per resource. Postgres keeps no statement: its
+ * limit is the protocol's.
+ */
+export const valuesPerStatement = { sqlite: 1024, pg: parameterLimit.pg } as const
+
 /** How many rows of `columns` values fit one statement. */
 export const rowsPerStatement = (sql: SqlClient.SqlClient, columns: number): number =>
-  Math.max(1, Math.floor(sql.onDialectOrElse({ pg: () => parameterLimit.pg, orElse: () => parameterLimit.sqlite }) / Math.max(1, columns)))
+  Math.max(1, Math.floor(sql.onDialectOrElse({ pg: () => valuesPerStatement.pg, orElse: () => valuesPerStatement.sqlite }) / Math.max(1, columns)))
 
 /**
  * The sizes of the statements that insert `count` rows, `max` at most each. On SQLite a statement's text
- * is prepared once and kept (the client's cache of prepared statements), and preparing one with thousands
- * of values costs about a millisecond: its sizes are powers of two, so that a few texts serve every count.
+ * is prepared once and kept (the client's cache of prepared statements), and preparing one with a thousand
+ * values costs some 0.2 to 0.4 ms: its sizes are powers of two, so that a few texts serve every count.
  */
 export const chunkSizes = (sql: SqlClient.SqlClient, count: number, max: number): ReadonlyArray<number> => {
   const sizes: Array<number> = []

@@ -5,6 +5,7 @@ import { Deferred, Effect, Exit, Fiber } from "effect"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
 import { Database, type DatabaseOptions, layer, make } from "../../src/db/Database.ts"
+import { readerCacheKib, writerCacheKib } from "../../src/db/sqliteOpen.ts"
 import { backends, freshDatabase, pgAvailable, tempDirectory } from "../support/backends.ts"
 
 const openError = (options: DatabaseOptions) =>
@@ -66,6 +67,19 @@ describe("Database", () => {
         expect(journal?.journal_mode).toBe("wal")
         expect(keys?.foreign_keys).toBe(1)
         expect(busy?.timeout).toBe(5000)
+      }).pipe(Effect.provide(layer(options)))
+    }))
+
+  it.scoped("a SQLite file's readers keep a 2 MiB page cache and its writer 8 MiB, not 16 MiB each", () =>
+    Effect.gen(function*() {
+      const options = yield* freshDatabase("sqlite", 2)
+      yield* Effect.gen(function*() {
+        const db = yield* Database
+        const [writer] = yield* db.writer<{ cache_size: number }>`PRAGMA cache_size`
+        const [reader] = yield* db.withReader((sql) => sql<{ cache_size: number }>`PRAGMA cache_size`)
+        // Negative: KiB rather than pages.
+        expect([writer?.cache_size, reader?.cache_size]).toEqual([-writerCacheKib, -readerCacheKib])
+        expect([writerCacheKib, readerCacheKib]).toEqual([8192, 2048])
       }).pipe(Effect.provide(layer(options)))
     }))
 

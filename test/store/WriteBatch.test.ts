@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Database } from "../../src/db/Database.ts"
-import { chunkSizes, insertMany, parameterLimit, rowsPerStatement, WriteBatch } from "../../src/store/WriteBatch.ts"
+import { chunkSizes, insertMany, parameterLimit, rowsPerStatement, valuesPerStatement, WriteBatch } from "../../src/store/WriteBatch.ts"
 import { backends } from "../support/backends.ts"
 import { withStore } from "../support/store.ts"
 
@@ -11,16 +11,18 @@ const dateRows = (count: number) =>
 
 for (const backend of backends) {
   describe.skipIf(backend.skip)(`batched inserts on ${backend.kind}`, () => {
-    it.scoped("bind at most the database's parameter limit per statement, and the limit is the database's", () =>
+    it.scoped("bind at most valuesPerStatement per statement, within the database's parameter limit, which is the database's", () =>
       withStore(backend.kind, Effect.gen(function*() {
         const { writer: sql } = yield* Database
         const limit = backend.kind === "postgres" ? parameterLimit.pg : parameterLimit.sqlite
+        const most = backend.kind === "postgres" ? valuesPerStatement.pg : valuesPerStatement.sqlite
+        expect(most).toBeLessThanOrEqual(limit)
         const perStatement = rowsPerStatement(sql, 5)
-        expect(perStatement).toBe(Math.floor(limit / 5))
+        expect(perStatement).toBe(Math.floor(most / 5))
         for (const count of [1, 7, perStatement, perStatement + 1, 3 * perStatement + 2]) {
           const sizes = chunkSizes(sql, count, perStatement)
           expect(sizes.reduce((a, b) => a + b, 0)).toBe(count)
-          expect(Math.max(...sizes) * 5).toBeLessThanOrEqual(limit)
+          expect(Math.max(...sizes) * 5).toBeLessThanOrEqual(most)
         }
         // A statement with exactly the limit's values runs; one more value is refused.
         const values = (n: number) => Array.from({ length: n }, (_, i) => i)
