@@ -26,7 +26,8 @@ const requestIdPattern = /^[A-Za-z0-9._:@\-+=/]{1,128}$/
 export const pickRequestId = (given: string | undefined): string =>
   given !== undefined && requestIdPattern.test(given) ? given : randomUUID()
 
-const pathOf = (url: string): string => {
+/** The path of a request URL, without its query. */
+export const pathOf = (url: string): string => {
   const query = url.indexOf("?")
   return query === -1 ? url : url.slice(0, query)
 }

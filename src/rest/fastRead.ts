@@ -17,7 +17,7 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import { CatalogService } from "../catalog/CatalogService.ts"
 import { clientAddress, type TrustedProxies } from "../http/ClientAddress.ts"
 import type { FastHandler, FastSlot } from "../http/Server.ts"
-import { pickRequestId } from "../http/RequestLog.ts"
+import { pathOf, pickRequestId } from "../http/RequestLog.ts"
 import { LogSink } from "../logging/Log.ts"
 import { contentTypeOf, negotiate } from "./Format.ts"
 import { readerCacheKib } from "../db/sqliteOpen.ts"
@@ -73,11 +73,6 @@ export interface FastReadOptions {
 export interface FastRead {
   readonly handler: FastHandler
   readonly close: () => void
-}
-
-const pathOf = (url: string): string => {
-  const query = url.indexOf("?")
-  return query === -1 ? url : url.slice(0, query)
 }
 
 /** Opens the fast read's own read-only connection to the SQLite file (in WAL mode, it never waits for the writer). */
