@@ -1,5 +1,5 @@
 /**
- * `node --import tsx scripts/profile/ingest.ts [--postgres] [--bundles N] [--clients C] [--cpu-prof]`:
+ * `node --import tsx scripts/profile/ingest.ts [--postgres] [--bundles N] [--clients C] [--passes P] [--cpu-prof]`:
  * the bench's Synthea ingest on its own, to find where the time of a transaction Bundle goes. svc (the
  * bundle `npm start` runs) starts on a fresh database with the real R4 packages, as the bench starts it;
  * the first bundle is sent once as a warm-up, then N bundles by C clients, and the resources per second
@@ -22,6 +22,8 @@ const { values: flags } = parseArgs({
     postgres: { type: "boolean" },
     bundles: { type: "string", default: "20" },
     clients: { type: "string", default: "4" },
+    /** How many times the N bundles are sent (each pass creates new resources), each pass reported. */
+    passes: { type: "string", default: "1" },
     "cpu-prof": { type: "boolean" },
     /** More options for the server's node (`--import ./probe.mjs`, say), given after the installation. */
     "node-arg": { type: "string", multiple: true, default: [] },
@@ -71,15 +73,17 @@ const main = async () => {
     child = await startSvc(backend, workDir, packages, { nodeArgs: [...(flags["cpu-prof"] ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), ...flags["node-arg"]] })
   }
   await runIngest({ url: child.url, bundles: [warmup!], connections: 1, signal: interrupted.signal })
-  const cpuBefore = cpuMillis(child.pid)
-  const result = await runIngest({ url: child.url, bundles: measured, connections, signal: interrupted.signal })
-  const cpu = cpuMillis(child.pid) - cpuBefore
-  const resources = measured.reduce((n, b) => n + b.resources, 0)
-  console.log(
-    `${backend.kind}, ${connections} client(s), ${result.ok} bundles (${resources} resources) in ${result.seconds.toFixed(2)} s: ` +
-      `${(result.resourcesPerSec ?? 0).toFixed(0)} res/s, median ${result.medianMs.toFixed(0)} ms per bundle, non-2xx ${result.non2xx}, errors ${result.errors}; ` +
-      `server CPU ${((1000 * cpu) / resources).toFixed(0)} µs per resource (load average ${loadavg()[0]!.toFixed(1)})`
-  )
+  for (let pass = 1; pass <= Number(flags.passes); pass++) {
+    const cpuBefore = cpuMillis(child.pid)
+    const result = await runIngest({ url: child.url, bundles: measured, connections, signal: interrupted.signal })
+    const cpu = cpuMillis(child.pid) - cpuBefore
+    const resources = measured.reduce((n, b) => n + b.resources, 0)
+    console.log(
+      `${Number(flags.passes) > 1 ? `pass ${pass}: ` : ""}${backend.kind}, ${connections} client(s), ${result.ok} bundles (${resources} resources) in ${result.seconds.toFixed(2)} s: ` +
+        `${(result.resourcesPerSec ?? 0).toFixed(0)} res/s, median ${result.medianMs.toFixed(0)} ms per bundle, non-2xx ${result.non2xx}, errors ${result.errors}; ` +
+        `server CPU ${((1000 * cpu) / resources).toFixed(0)} µs per resource (load average ${loadavg()[0]!.toFixed(1)})`
+    )
+  }
   await child.stop()
   if (flags["cpu-prof"]) {
     const file = readdirSync(profileDir).find((name) => name.endsWith(".cpuprofile"))

@@ -4,6 +4,7 @@
  * server stops accepting and finishes in-flight requests before the database closes.
  */
 import { Context, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
+import v8 from "node:v8"
 import type { AppConfig } from "../config/AppConfig.ts"
 import { Database, layer as databaseLayer } from "../db/Database.ts"
 import { migrate } from "../db/Migrations.ts"
@@ -14,6 +15,7 @@ import { layer as fetcherLayer, optionsFromConfig } from "../packages/Fetcher.ts
 import { layer as writerLayer, Writer } from "../store/Writer.ts"
 import { layer as statisticsLayer } from "../db/Statistics.ts"
 import { indexForSearch, prepareConformance } from "./Conformance.ts"
+import { defaultOptions as idleCollectOptions, processProbes, run as runIdleCollect } from "./IdleCollect.ts"
 import { makePeerList } from "../http/ClientAddress.ts"
 import { cachedProbe, Readiness, Reasons } from "../http/Readiness.ts"
 import { type HttpServer, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
@@ -102,6 +104,9 @@ export const start = (config: AppConfig) =>
     const fhir = yield* FhirApp.make({ maxBodyBytes: config.server.max_body_bytes, maxBundleEntries: config.server.max_bundle_entries }).pipe(Effect.provide(services))
     const app = routeByPrefix(fhir.pipe(Effect.provide(services)))
 
+    // A full garbage collection when the server falls idle, so that memory an ingest grew goes back.
+    const idle = { collections: 0 }
+    yield* Effect.forkIn(runIdleCollect(processProbes(), idleCollectOptions, idle), databaseScope)
     const probe = yield* cachedProbe(db.probe)
     // Reads and searches answered by the fast path on SQLite (src/rest/fastRead.ts), shown by `/healthz?verbose=1`.
     const fastCounts: FastCounts = { reads: 0, searches: 0 }
@@ -113,7 +118,8 @@ export const start = (config: AppConfig) =>
         commits: { since_start: yield* writer.commits, last_commit_ts: yield* writer.lastCommitTs },
         catalog: { generation: current.generation, resource_types: current.resourceTypes.length },
         search_index: progressDetails(yield* backfill.progress),
-        ...(config.database.kind === "sqlite" ? { fast_path: { ...fastCounts } } : {})
+        ...(config.database.kind === "sqlite" ? { fast_path: { ...fastCounts } } : {}),
+        memory: { rss_bytes: process.memoryUsage.rss(), heap_used_bytes: v8.getHeapStatistics().used_heap_size, idle_collections: idle.collections }
       }
     })
     yield* readiness.serving(probe, details)
