@@ -18,7 +18,7 @@ import type { IncomingMessage } from "node:http"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { contentTypeOf, negotiate } from "./Format.ts"
 import { basePath, baseUrl } from "./Rest.ts"
-import { type PageRow, planSearchset } from "./search.ts"
+import { type PageRow, pageStatement, planSearchset } from "./search.ts"
 
 const searchPath = new RegExp(`^${basePath}/([A-Z][A-Za-z]{0,63})$`)
 const jsonType = contentTypeOf("json")
@@ -73,10 +73,11 @@ export const makeFastSearch = (options: FastSearchOptions): FastSearch => {
     const ctx = { catalog, base: baseUrl(options.publicUrl, headers["host"]), params, lenient: false }
     const plan = planSearchset(options.sql, ctx, type, options.nowMillis())
     if (Either.isLeft(plan)) return undefined
-    const { page, total, include, revinclude, finish } = plan.right
+    const { page, chained, total, include, revinclude, finish } = plan.right
     if (include.length > 0 || revinclude.length > 0) return undefined
     try {
-      const rows: ReadonlyArray<PageRow> = page === undefined ? [] : all(page)
+      const statement = chained === undefined ? page : pageStatement(plan.right, all(chained.targets).map((target) => target.id))
+      const rows: ReadonlyArray<PageRow> = statement === undefined ? [] : all(statement)
       const counted = total === undefined ? undefined : Number(all(total)[0]?.n ?? 0)
       return finish(rows, counted, [])
     } catch {

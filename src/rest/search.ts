@@ -17,7 +17,7 @@ import { parseScoped, type SearchScope } from "../search/parse/parseScope.ts"
 import { parameterType, type Problem, type SearchRequest } from "../search/parse/SearchRequest.ts"
 import { type IncludedResource, includedResources } from "../search/plan/include.ts"
 import { limitOf } from "../search/plan/query.ts"
-import { orderedPage, scopeCondition, scopeOrder } from "../search/plan/scope.ts"
+import { chainedPage, maxChainTargets, orderedPage, scopeCondition, scopeOrder } from "../search/plan/scope.ts"
 import { unsortable } from "../search/plan/sort.ts"
 import { bundleText } from "./bundleText.ts"
 import { fail, type FhirError } from "./FhirError.ts"
@@ -70,6 +70,14 @@ export interface PageRow {
 export interface SearchsetPlan {
   /** The page, one row more than `_count` (absent for `_summary=count`). */
   readonly page: Statement.Statement<PageRow> | undefined
+  /**
+   * A page driven by a chain (`chainedPage`): the targets' ids are read first and, when there are some and not
+   * too many, `page(ids)` reads the page instead of `page` above (see `pageStatement`).
+   */
+  readonly chained?: {
+    readonly targets: Statement.Statement<{ readonly id: string }>
+    readonly page: (ids: ReadonlyArray<string>) => Statement.Statement<PageRow>
+  } | undefined
   /** The total's `count(*)` as `n`, when the total is asked for. */
   readonly total: Statement.Statement<{ readonly n: number | string }> | undefined
   /** `_count`: the page's matches are its first rows. */
@@ -79,6 +87,10 @@ export interface SearchsetPlan {
   /** The Bundle's text from the page's rows, the total and the included resources. */
   readonly finish: (rows: ReadonlyArray<PageRow>, total: number | undefined, included: ReadonlyArray<IncludedResource>) => string
 }
+
+/** The page's statement once a chain's target ids are read (`SearchsetPlan.chained`): ordered ranges for a few targets, else `page`. */
+export const pageStatement = (plan: SearchsetPlan, ids: ReadonlyArray<string>): Statement.Statement<PageRow> | undefined =>
+  plan.chained !== undefined && ids.length > 0 && ids.length <= maxChainTargets ? plan.chained.page(ids) : plan.page
 
 /** The plan of the searchset of `type?params` (or of `scope`) at `now`, or why the request is refused. */
 export const planSearchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: string | SearchScope, now: number): Either.Either<SearchsetPlan, FhirError> => {
@@ -108,6 +120,14 @@ export const planSearchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scop
       : sql`SELECT ${columns} FROM (${ordered.rows}) d JOIN resources r ON r.rkey = d.rkey WHERE ${ordered.where} GROUP BY d.rkey ORDER BY d.rkey`
   } LIMIT ${limitOf(sql, count + 1)} OFFSET ${offset}`
   const total = wantTotal ? sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where}` : undefined
+  const chain = summary === "count" || ordered !== undefined ? undefined : chainedPage(sql, query, now, ctx.condition)
+  const chained = chain === undefined ? undefined : {
+    targets: sql<{ readonly id: string }>`${chain.targets}`,
+    page: (ids: ReadonlyArray<string>) =>
+      sql<PageRow>`SELECT ${columns} FROM (${chain.rows(ids)}) d JOIN resources r ON r.rkey = d.rkey WHERE ${chain.where} ORDER BY d.rkey LIMIT ${
+        limitOf(sql, count + 1)
+      } OFFSET ${offset}`
+  }
 
   const finish = (rows: ReadonlyArray<PageRow>, total: number | undefined, included: ReadonlyArray<IncludedResource>): string => {
     const matches = rows.slice(0, count)
@@ -130,7 +150,7 @@ export const planSearchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scop
     if (warnings.length > 0) entries.push(JSON.stringify({ resource: operationOutcome(warnings), search: { mode: "outcome" } }))
     return bundleText({ type: "searchset", total, link: links }, entries, now)
   }
-  return Either.right({ page, total, pageSize: count, include: query.result.include, revinclude: query.result.revinclude, finish })
+  return Either.right({ page, chained, total, pageSize: count, include: query.result.include, revinclude: query.result.revinclude, finish })
 }
 
 /** The rows of a page that `_include`/`_revinclude` start from. */
@@ -147,7 +167,9 @@ export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: s
     const now = yield* Clock.currentTimeMillis
     const plan = yield* planSearchset(sql, ctx, scope, now)
     const [rows, total] = yield* Effect.all([
-      plan.page ?? Effect.succeed([]),
+      plan.chained === undefined
+        ? plan.page ?? Effect.succeed([])
+        : Effect.flatMap(plan.chained.targets, (targets) => pageStatement(plan, targets.map((target) => target.id)) ?? Effect.succeed([])),
       plan.total === undefined ? Effect.succeed(undefined) : Effect.map(plan.total, (r) => Number(r[0]?.n ?? 0))
     ])
     const included = yield* includedResources(sql, pageKeys(rows, plan.pageSize), plan.include, plan.revinclude)

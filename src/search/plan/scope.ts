@@ -12,7 +12,7 @@ import type { Statement } from "@effect/sql"
 import type { ScopedSearch } from "../parse/parseScope.ts"
 import { type Clause, isCommonCode, parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
 import { clauseCondition, orderedLookup } from "./conditions.ts"
-import { orderBy, pickDriver, whereCondition } from "./query.ts"
+import { criteriaCondition, limitOf, orderBy, pickDriver, whereCondition } from "./query.ts"
 import { sortKey } from "./sort.ts"
 
 type Fragment = Statement.Fragment
@@ -82,4 +82,39 @@ export const orderedPage = (
   if (rows === undefined) return undefined
   const rest = { ...request, clauses: request.clauses.filter((clause) => clause !== driver) }
   return { rows, where: whereCondition(sql, rest, now, sql`r.type = ${request.type}`) }
+}
+
+/** The most targets a chain's page is read for as ordered ranges (`chainedPage`); with more, the `IN` form. */
+export const maxChainTargets = 32
+
+/**
+ * A page of one type's search driven by a chain (`patient.name=...`) with one target type, in two steps: the
+ * ids of the targets (at most `maxChainTargets` + 1: with more, the caller plans the page with
+ * `scopeCondition`), then the page read from one range of the reference index per target, each in row-key
+ * order, merged by SQLite as a compound `UNION ... ORDER BY rkey` (which also drops a resource found twice)
+ * and stopped at the page's end. Read as `r.rkey IN (...)`, the chain collects every reference to every
+ * target before the first row, which costs as much as the targets have referrers. Undefined where
+ * `orderedPage` would be, and when the driver is not such a chain.
+ */
+export const chainedPage = (
+  sql: SqlClient.SqlClient,
+  search: ScopedSearch,
+  now: number,
+  condition?: Fragment
+): { readonly targets: Fragment; readonly rows: (ids: ReadonlyArray<string>) => Fragment; readonly where: Fragment } | undefined => {
+  const [request, ...others] = search.requests
+  if (sql.onDialectOrElse({ sqlite: () => false, orElse: () => true })) return undefined
+  if (request === undefined || others.length > 0 || search.types?.length !== 1 || condition !== undefined) return undefined
+  if (request.result.sort.length > 0 || request.filters.length > 0) return undefined
+  const driver = pickDriver([...request.clauses, ...request.links])
+  if (driver === undefined || !("kind" in driver) || driver.kind !== "chain" || driver.targets.length !== 1) return undefined
+  const { type: target, inner } = driver.targets[0]!
+  const targets = sql`SELECT r.id FROM resources r WHERE ${criteriaCondition(sql, target, [inner], now, [sql`r.type = ${target}`])} LIMIT ${limitOf(sql, maxChainTargets + 1)}`
+  const rows = (ids: ReadonlyArray<string>) =>
+    sql`${
+      sql.join(" UNION ", false)(ids.map((id) =>
+        sql`SELECT rkey FROM search_reference WHERE type = ${request.type} AND param = ${driver.param.code} AND target_id = ${id} AND target_type = ${target}`))
+    } ORDER BY rkey`
+  const rest: SearchRequest = { ...request, links: request.links.filter((link) => link !== driver) }
+  return { targets, rows, where: whereCondition(sql, rest, now, sql`r.type = ${request.type}`) }
 }
