@@ -93,8 +93,9 @@ export const maxChainTargets = 32
  * `scopeCondition`), then the page read from one range of the reference index per target, each in row-key
  * order, merged by SQLite as a compound `UNION ... ORDER BY rkey` (which also drops a resource found twice)
  * and stopped at the page's end. Read as `r.rkey IN (...)`, the chain collects every reference to every
- * target before the first row, which costs as much as the targets have referrers. Undefined where
- * `orderedPage` would be, and when the driver is not such a chain.
+ * target before the first row, which costs as much as the targets have referrers (on Postgres too: the
+ * chained search's median grew 1.99x at 10x the data with that form, 1.44x with this one). Undefined for several types, a given condition, `_sort`,
+ * `_filter`, and when the driver is not such a chain.
  */
 export const chainedPage = (
   sql: SqlClient.SqlClient,
@@ -103,7 +104,6 @@ export const chainedPage = (
   condition?: Fragment
 ): { readonly targets: Fragment; readonly rows: (ids: ReadonlyArray<string>) => Fragment; readonly where: Fragment } | undefined => {
   const [request, ...others] = search.requests
-  if (sql.onDialectOrElse({ sqlite: () => false, orElse: () => true })) return undefined
   if (request === undefined || others.length > 0 || search.types?.length !== 1 || condition !== undefined) return undefined
   if (request.result.sort.length > 0 || request.filters.length > 0) return undefined
   const driver = pickDriver([...request.clauses, ...request.links])
