@@ -10,29 +10,10 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { maxChainTargets } from "../../src/search/plan/scope.ts"
 import { backends } from "../support/backends.ts"
-import { call, type Reply, startServer, type TestServer } from "../support/server.ts"
+import { matchIds, pages } from "../support/searchPages.ts"
+import { call, startServer, type TestServer } from "../support/server.ts"
 
 class Server extends Context.Tag("test/ChainedPageServer")<Server, TestServer>() {}
-
-const matchIds = (bundle: any): Array<string> =>
-  (bundle.entry ?? []).filter((e: any) => e.search.mode === "match").map((e: any) => e.resource.id)
-
-/** Every page from `url` on by its `next` links (with `headers` on each request): the ids served, and the page sizes. */
-const pages = (url: string, headers: Record<string, string> = {}) =>
-  Effect.gen(function*() {
-    const ids: Array<string> = []
-    const sizes: Array<number> = []
-    let next: string | undefined = url
-    while (next !== undefined && sizes.length < 20) {
-      const reply: Reply = yield* call("GET", next, { headers })
-      expect(reply.status).toBe(200)
-      const page = matchIds(reply.json)
-      ids.push(...page)
-      sizes.push(page.length)
-      next = (reply.json.link ?? []).find((link: any) => link.relation === "next")?.url
-    }
-    return { ids, sizes }
-  })
 
 /** Both ways a GET search is answered on SQLite: the fast search, and the general path (a `Prefer` header). */
 const bothPaths = [{}, { prefer: "handling=strict" }]

@@ -7,29 +7,10 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { backends } from "../support/backends.ts"
-import { call, type Reply, startServer, type TestServer } from "../support/server.ts"
+import { matchIds, pages } from "../support/searchPages.ts"
+import { call, startServer, type TestServer } from "../support/server.ts"
 
 class Server extends Context.Tag("test/OrderedPageServer")<Server, TestServer>() {}
-
-const matchIds = (bundle: any): Array<string> =>
-  (bundle.entry ?? []).filter((e: any) => e.search.mode === "match").map((e: any) => e.resource.id)
-
-/** Every page from `url` on by its `next` links: the ids in the order served, and the page sizes. */
-const pages = (url: string) =>
-  Effect.gen(function*() {
-    const ids: Array<string> = []
-    const sizes: Array<number> = []
-    let next: string | undefined = url
-    while (next !== undefined && sizes.length < 10) {
-      const reply: Reply = yield* call("GET", next)
-      expect(reply.status).toBe(200)
-      const page = matchIds(reply.json)
-      ids.push(...page)
-      sizes.push(page.length)
-      next = (reply.json.link ?? []).find((link: any) => link.relation === "next")?.url
-    }
-    return { ids, sizes }
-  })
 
 for (const backend of backends) {
   describe.skipIf(backend.skip)(`searches driven by one equality value on ${backend.kind}`, () => {
