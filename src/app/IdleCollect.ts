@@ -38,10 +38,9 @@ export interface State {
   readonly idleTicks: number
   /** The heap's size after the last collection, or its lowest since. */
   readonly baseline: number
-  readonly collections: number
 }
 
-/** One tick: whether to collect now, and the state after it (`heapAfter` reads the heap after a collection). */
+/** One tick: whether to collect now, and the state after it (after a collection, `run` sets the baseline anew). */
 export const step = (
   state: State,
   options: IdleCollectOptions,
@@ -50,7 +49,7 @@ export const step = (
   const idleTicks = reading.busyShare < options.maxBusyShare ? state.idleTicks + 1 : 0
   const baseline = Math.min(state.baseline, reading.heapUsed)
   const collect = idleTicks >= options.idleTicks && reading.heapUsed - baseline >= options.minGrowthBytes
-  return { collect, state: { idleTicks: collect ? 0 : idleTicks, baseline, collections: state.collections } }
+  return { collect, state: { idleTicks: collect ? 0 : idleTicks, baseline } }
 }
 
 /**
@@ -89,14 +88,14 @@ export const processProbes = (): Probes => {
  * Runs the collector until interrupted (fork it in the server's scope); `collections` counts the
  * collections it ran, for `/healthz?verbose=1`.
  */
-export const run = (probes: Probes, options: IdleCollectOptions = defaultOptions, counter?: { collections: number }) => {
-  let state: State = { idleTicks: 0, baseline: probes.heapUsed(), collections: 0 }
+export const run = (probes: Probes, options: IdleCollectOptions = defaultOptions, counter: { collections: number } = { collections: 0 }) => {
+  let state: State = { idleTicks: 0, baseline: probes.heapUsed() }
   const tick = Effect.sync(() => {
     const next = step(state, options, { busyShare: probes.busyShare(), heapUsed: probes.heapUsed() })
     state = next.state
     if (next.collect && probes.collect()) {
-      state = { ...state, baseline: probes.heapUsed(), collections: state.collections + 1 }
-      if (counter !== undefined) counter.collections = state.collections
+      state = { ...state, baseline: probes.heapUsed() }
+      counter.collections++
     }
   })
   return Effect.repeat(tick, Schedule.spaced(options.tick))

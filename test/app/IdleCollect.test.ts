@@ -22,7 +22,7 @@ const fakeProbes = (start: { busy: number; heap: number; live: number }) => {
 }
 
 describe("IdleCollect.step", () => {
-  const fresh = { idleTicks: 0, baseline: 100 * MB, collections: 0 }
+  const fresh = { idleTicks: 0, baseline: 100 * MB }
 
   it("collects after enough idle ticks once the heap has grown past the threshold", () => {
     const first = step(fresh, options, { busyShare: 0.01, heapUsed: 180 * MB })
