@@ -43,7 +43,7 @@ if (flags.help) {
 
 const quick = flags.quick === true
 // The warm-up is long because svc's read path needs a few seconds of JIT before its figures settle.
-const settings = { seconds: quick ? 2 : 10, warmupSeconds: quick ? 1 : 5, poolSize: 1000, syntheaBundles: quick ? quickBundles : 55, idleSeconds: quick ? 2 : 5 }
+const settings = { seconds: quick ? 2 : 10, warmupSeconds: quick ? 1 : 5, poolSize: 1000, syntheaBundles: quick ? quickBundles : 55, idleSeconds: quick ? 4 : 5 }
 const progress = (message: string) => console.error(`[bench] ${message}`)
 
 type Measured = Omit<Row, "floorRatio" | "met">
@@ -84,7 +84,7 @@ const measureAll = async (child: Child, target: Target, list: ReadonlyArray<Work
         connections: workload.connections,
         ...measurement,
         peakRssMb: memory.windowPeakMb(),
-        target: describeGoal(workload.goal)
+        target: describeGoal(workload.goals?.[target.backend])
       })
     }
     // svc-sqlite, svc-postgres, svc-sqlite-r4 (the server with the real R4 packages), ..., floor-better-sqlite3
@@ -175,15 +175,16 @@ const r4Packages = async (): Promise<Packages | undefined> => {
 const withRatios = (measured: ReadonlyArray<Measured>): Array<Row> => {
   const floorRead = measured.find((m) => m.server === "floor" && m.workload === readById.name)?.reqPerSec
   return measured.map((m) => {
-    const workload = workloads.find((w) => w.name === m.workload)
+    const workload = workloads.find((w) => w.name === m.workload && w.connections === m.connections)
     // A driven workload's requests (whole transactions) are not comparable with the floor's reads.
     const comparable = m.server === "svc" && workload !== undefined && !isDriven(workload)
     const floorRatio = comparable && floorRead !== undefined && floorRead > 0 ? m.reqPerSec / floorRead : undefined
-    const goal = workload?.goal
+    const goal = workload?.goals?.[m.backend]
     const checks: Array<boolean> = []
     if (m.server === "svc" && goal?.minFloorRatio !== undefined && floorRatio !== undefined) checks.push(floorRatio >= goal.minFloorRatio)
     if (m.server === "svc" && goal?.maxMedianMs !== undefined) checks.push(m.medianMs <= goal.maxMedianMs)
     if (m.server === "svc" && goal?.maxP99Ms !== undefined) checks.push(m.p99Ms <= goal.maxP99Ms)
+    if (m.server === "svc" && goal?.minResourcesPerSec !== undefined) checks.push((m.resourcesPerSec ?? 0) >= goal.minResourcesPerSec)
     const met = m.server === "svc" && checks.length > 0 ? checks.every(Boolean) : undefined
     return { ...m, target: m.server === "svc" ? m.target : "", floorRatio, met }
   })
@@ -232,7 +233,7 @@ const main = async (): Promise<void> => {
       notices.push(`${row.workload} on ${row.server} ${row.backend}: ${row.non2xx} non-2xx responses, ${row.errors} connection errors (status codes ${JSON.stringify(row.statusCodes)})`)
     }
   }
-  const described = workloads.map((w) => ({ name: w.name, description: w.description, connections: w.connections, target: describeGoal(w.goal) }))
+  const described = workloads.map((w) => ({ name: w.name, description: w.description, connections: w.connections, target: Object.entries(w.goals ?? {}).map(([backend, goal]) => `${backend}: ${describeGoal(goal)}`).join("; ") }))
   const validation = await measureValidation(settings.syntheaBundles)
   if (validation === undefined) notices.push("validation not measured: the R4 packages could not be had")
   const elapsedSeconds = Math.round((performance.now() - startedAtMs) / 1000)
