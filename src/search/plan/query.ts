@@ -53,13 +53,17 @@ export const pickDriver = (criteria: ReadonlyArray<Criterion>): Criterion | unde
 /** A chain is read as the row keys of the references to its targets' matches: about as selective as a string. */
 const chainSelectivity = 1.5
 
+/** The condition on `r` for a current `target` resource that meets a chain's `inner` criterion. */
+export const chainTarget = (sql: SqlClient.SqlClient, target: string, inner: Criterion, now: number): Statement.Fragment =>
+  criteriaCondition(sql, target, [inner], now, [sql`r.type = ${target}`])
+
 /** The condition one criterion puts on `r`, a resource of `type`. */
 export const criterionCondition = (sql: SqlClient.SqlClient, type: string, criterion: Criterion, now: number, drive: boolean): Statement.Fragment => {
   if (!("kind" in criterion)) return clauseCondition(sql, type, criterion, parameterType(criterion.param), now, drive)
   if (criterion.kind === "chain") {
     // The references of `type` through the parameter whose target is a current match of the inner criterion.
     const targets = criterion.targets.map(({ type: target, inner }) =>
-      sql`(i.target_type = ${target} AND i.target_id IN (SELECT r.id FROM resources r WHERE ${criteriaCondition(sql, target, [inner], now, [sql`r.type = ${target}`])}))`)
+      sql`(i.target_type = ${target} AND i.target_id IN (SELECT r.id FROM resources r WHERE ${chainTarget(sql, target, inner, now)}))`)
     return sql`r.rkey IN (SELECT i.rkey FROM search_reference i WHERE i.type = ${type} AND i.param = ${criterion.param.code} AND ${sql.or(targets)})`
   }
   // `_has`: the ids of `type` that current matches of the source type refer to through the parameter.

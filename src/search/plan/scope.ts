@@ -12,7 +12,7 @@ import type { Statement } from "@effect/sql"
 import type { ScopedSearch } from "../parse/parseScope.ts"
 import { type Clause, isCommonCode, parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
 import { clauseCondition, orderedLookup } from "./conditions.ts"
-import { criteriaCondition, limitOf, orderBy, pickDriver, whereCondition } from "./query.ts"
+import { chainTarget, limitOf, orderBy, pickDriver, whereCondition } from "./query.ts"
 import { sortKey } from "./sort.ts"
 
 type Fragment = Statement.Fragment
@@ -58,6 +58,13 @@ export const scopeOrder = (sql: SqlClient.SqlClient, search: ScopedSearch): Frag
   return sql.join(", ", false)([...search.result.sort.map((key) => sortKey(sql, undefined, key)), sql`r.rkey ASC`])
 }
 
+/** The one request of a one-type search without a given condition, `_sort` or `_filter`: what a page read in row-key order from its driver needs. */
+const plainOneType = (search: ScopedSearch, condition: Fragment | undefined): SearchRequest | undefined => {
+  const [request, ...others] = search.requests
+  if (request === undefined || others.length > 0 || search.types?.length !== 1 || condition !== undefined) return undefined
+  return request.result.sort.length > 0 || request.filters.length > 0 ? undefined : request
+}
+
 /**
  * A page of one type's search read by walking the driving clause's index rows in row-key order (see
  * `orderedLookup`), stopping at the page's end: `FROM (rows) d JOIN resources r ... GROUP BY d.rkey ORDER BY
@@ -72,10 +79,9 @@ export const orderedPage = (
   now: number,
   condition?: Fragment
 ): { readonly rows: Fragment; readonly where: Fragment } | undefined => {
-  const [request, ...others] = search.requests
   if (sql.onDialectOrElse({ sqlite: () => false, orElse: () => true })) return undefined
-  if (request === undefined || others.length > 0 || search.types?.length !== 1 || condition !== undefined) return undefined
-  if (request.result.sort.length > 0 || request.filters.length > 0) return undefined
+  const request = plainOneType(search, condition)
+  if (request === undefined) return undefined
   const driver = pickDriver([...request.clauses, ...request.links])
   if (driver === undefined || "kind" in driver) return undefined
   const rows = orderedLookup(sql, request.type, driver, parameterType(driver.param))
@@ -94,8 +100,8 @@ export const maxChainTargets = 32
  * order, merged by SQLite as a compound `UNION ... ORDER BY rkey` (which also drops a resource found twice)
  * and stopped at the page's end. Read as `r.rkey IN (...)`, the chain collects every reference to every
  * target before the first row, which costs as much as the targets have referrers (on Postgres too: the
- * chained search's median grew 1.99x at 10x the data with that form, 1.44x with this one). Undefined for several types, a given condition, `_sort`,
- * `_filter`, and when the driver is not such a chain.
+ * chained search's median grew 1.99x at 10x the data with that form, 1.44x with this one). Undefined for
+ * several types, a given condition, `_sort`, `_filter`, and when the driver is not such a chain.
  */
 export const chainedPage = (
   sql: SqlClient.SqlClient,
@@ -103,13 +109,12 @@ export const chainedPage = (
   now: number,
   condition?: Fragment
 ): { readonly targets: Fragment; readonly rows: (ids: ReadonlyArray<string>) => Fragment; readonly where: Fragment } | undefined => {
-  const [request, ...others] = search.requests
-  if (request === undefined || others.length > 0 || search.types?.length !== 1 || condition !== undefined) return undefined
-  if (request.result.sort.length > 0 || request.filters.length > 0) return undefined
+  const request = plainOneType(search, condition)
+  if (request === undefined) return undefined
   const driver = pickDriver([...request.clauses, ...request.links])
   if (driver === undefined || !("kind" in driver) || driver.kind !== "chain" || driver.targets.length !== 1) return undefined
   const { type: target, inner } = driver.targets[0]!
-  const targets = sql`SELECT r.id FROM resources r WHERE ${criteriaCondition(sql, target, [inner], now, [sql`r.type = ${target}`])} LIMIT ${limitOf(sql, maxChainTargets + 1)}`
+  const targets = sql`SELECT r.id FROM resources r WHERE ${chainTarget(sql, target, inner, now)} LIMIT ${limitOf(sql, maxChainTargets + 1)}`
   const rows = (ids: ReadonlyArray<string>) =>
     sql`${
       sql.join(" UNION ", false)(ids.map((id) =>
