@@ -105,7 +105,7 @@ export const start = (config: AppConfig) =>
     const app = routeByPrefix(fhir.pipe(Effect.provide(services)))
 
     // A full garbage collection when the server falls idle, so that memory an ingest grew goes back.
-    const idle = { collections: 0 }
+    const idle = { collections: 0, releases: 0 }
     yield* Effect.forkIn(runIdleCollect(processProbes(), idleCollectOptions, idle), databaseScope)
     const probe = yield* cachedProbe(db.probe)
     // Reads and searches answered by the fast path on SQLite (src/rest/fastRead.ts), shown by `/healthz?verbose=1`.
@@ -119,7 +119,7 @@ export const start = (config: AppConfig) =>
         catalog: { generation: current.generation, resource_types: current.resourceTypes.length },
         search_index: progressDetails(yield* backfill.progress),
         ...(config.database.kind === "sqlite" ? { fast_path: { ...fastCounts } } : {}),
-        memory: { rss_bytes: process.memoryUsage.rss(), heap_used_bytes: v8.getHeapStatistics().used_heap_size, idle_collections: idle.collections }
+        memory: { rss_bytes: process.memoryUsage.rss(), heap_used_bytes: v8.getHeapStatistics().used_heap_size, idle_collections: idle.collections, native_releases: idle.releases }
       }
     })
     yield* readiness.serving(probe, details)

@@ -188,11 +188,13 @@ describe("svc on Postgres", async () => {
     expect(await get(`${server.url}/readyz`)).toEqual({ status: 200, body: { status: "ok" } })
     const verbose = await get(`${server.url}/healthz?verbose=1`)
     expect(verbose.body).toMatchObject({ status: "ok", role: "primary", database: { kind: "postgres" } })
-    // What the process holds (docs/operations.md): resident memory, the JS heap in use, idle collections run.
+    // What the process holds (docs/operations.md): resident memory, the JS heap in use, idle collections run
+    // and the native heap's releases after them.
     const memory = (verbose.body as { memory: Record<string, number> }).memory
     expect(memory.rss_bytes).toBeGreaterThan(memory.heap_used_bytes!)
     expect(memory.heap_used_bytes).toBeGreaterThan(0)
     expect(memory.idle_collections).toBeGreaterThanOrEqual(0)
+    expect(memory.native_releases).toBeGreaterThanOrEqual(0)
     expect((await server.stop()).code).toBe(0)
     const status = await runSvc(["migrate", "--status", "--postgres", url()], { cwd })
     expect(status.code).toBe(0)
