@@ -162,6 +162,29 @@ for (const backend of backendsUnderTest) {
           expect((yield* get("Patient?_has:Observation:encounter:code=x")).status).toBe(400)
         }))
 
+      it.effect("a resource that refers to several targets of a chain is one match, on every page and both paths", () =>
+        Effect.gen(function*() {
+          // Each report refers to two results with the code: their ranges of the reference index both hold it
+          // (src/search/plan/scope.ts, chainedPage), and the merged page must show it once.
+          const result = () => observation("several", { code: coded("several-1") })
+          const reports: Array<string> = []
+          for (let n = 0; n < 3; n++) {
+            const [first, second] = [yield* result(), yield* result()]
+            reports.push(yield* create({ resourceType: "DiagnosticReport", status: "final", code: { text: "x" }, result: [{ reference: first }, { reference: second }] }))
+          }
+          const path = "DiagnosticReport?result.code=http://loinc.org|several-1"
+          expect(yield* found(path)).toEqual(sorted(...reports))
+          for (const headers of [{}, { prefer: "handling=strict" }]) {
+            const seen: Array<string> = []
+            for (let offset = 0; offset < 4; offset++) {
+              const reply = yield* get(`${path}&_count=1&_offset=${offset}`, headers)
+              expect(reply.status).toBe(200)
+              seen.push(...(reply.json.entry ?? []).map((entry: any) => `DiagnosticReport/${entry.resource.id}`))
+            }
+            expect(seen).toEqual(reports)
+          }
+        }))
+
       it.effect("chains work in conditional interactions and in Bundle searches", () =>
         Effect.gen(function*() {
           const { base } = yield* Server

@@ -90,6 +90,9 @@ export const orderedPage = (
   return { rows, where: whereCondition(sql, rest, now, sql`r.type = ${request.type}`) }
 }
 
+/** A string from the catalog (a type, a parameter's code) as an SQL literal. */
+const quoted = (sql: SqlClient.SqlClient, value: string): Fragment => sql.literal(`'${value.replaceAll("'", "''")}'`)
+
 /** The most targets a chain's page is read for as ordered ranges (`chainedPage`); with more, the `IN` form. */
 export const maxChainTargets = 32
 
@@ -98,10 +101,10 @@ export const maxChainTargets = 32
  * ids of the targets (at most `maxChainTargets` + 1: with more, the caller plans the page with
  * `scopeCondition`), then the page read from one range of the reference index per target, each in row-key
  * order, merged by SQLite as a compound `UNION ... ORDER BY rkey` (which also drops a resource found twice)
- * and stopped at the page's end. Read as `r.rkey IN (...)`, the chain collects every reference to every
- * target before the first row, which costs as much as the targets have referrers (on Postgres too: the
- * chained search's median grew 1.99x at 10x the data with that form, 1.44x with this one). Undefined for
- * several types, a given condition, `_sort`, `_filter`, and when the driver is not such a chain.
+ * and stopped at the page's end; on Postgres, each target's first rows up to the page's end, grouped. Read as
+ * `r.rkey IN (...)`, the chain collects every reference to every target before the first row, which costs as
+ * much as the targets have referrers. Undefined for several types, a given condition, `_sort`, `_filter`, and
+ * when the driver is not such a chain.
  */
 export const chainedPage = (
   sql: SqlClient.SqlClient,
@@ -115,11 +118,27 @@ export const chainedPage = (
   if (driver === undefined || !("kind" in driver) || driver.kind !== "chain" || driver.targets.length !== 1) return undefined
   const { type: target, inner } = driver.targets[0]!
   const targets = sql`SELECT r.id FROM resources r WHERE ${chainTarget(sql, target, inner, now)} LIMIT ${limitOf(sql, maxChainTargets + 1)}`
-  const rows = (ids: ReadonlyArray<string>) =>
-    sql`${
-      sql.join(" UNION ", false)(ids.map((id) =>
-        sql`SELECT rkey FROM search_reference WHERE type = ${request.type} AND param = ${driver.param.code} AND target_id = ${id} AND target_type = ${target}`))
-    } ORDER BY rkey`
   const rest: SearchRequest = { ...request, links: request.links.filter((link) => link !== driver) }
-  return { targets, rows, where: whereCondition(sql, rest, now, sql`r.type = ${request.type}`) }
+  const where = whereCondition(sql, rest, now, sql`r.type = ${request.type}`)
+  // The type, parameter and target type are written into the text (from the catalog, quoted): one range
+  // binds the target's id alone, which makes each range about a quarter cheaper on SQLite.
+  const [type, param, targetType] = [quoted(sql, request.type), quoted(sql, driver.param.code), quoted(sql, target)]
+  // Postgres: one statement whatever the number of targets (planning a UNION of ten ranges cost more than
+  // running it), each target's first rows that meet the other criteria, at most as many as the pages up to
+  // this one hold (LATERAL ... LIMIT), grouped to drop a resource found through two targets.
+  const perTarget = (search.result.offset ?? 0) + search.result.count + 1
+  const rows = (ids: ReadonlyArray<string>) =>
+    sql.onDialectOrElse({
+      pg: () =>
+        sql`SELECT x.rkey FROM json_array_elements_text(${JSON.stringify(ids)}::json) AS t(id) CROSS JOIN LATERAL (
+          SELECT i.rkey FROM search_reference i JOIN resources r ON r.rkey = i.rkey
+          WHERE i.type = ${type} AND i.param = ${param} AND i.target_id = t.id AND i.target_type = ${targetType} AND ${where}
+          ORDER BY i.rkey LIMIT ${limitOf(sql, perTarget)}) x GROUP BY x.rkey`,
+      orElse: () =>
+        sql`${
+          sql.join(" UNION ", false)(ids.map((id) =>
+            sql`SELECT rkey FROM search_reference WHERE type = ${type} AND param = ${param} AND target_id = ${id} AND target_type = ${targetType}`))
+        } ORDER BY rkey`
+    })
+  return { targets, rows, where }
 }
