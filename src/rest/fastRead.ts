@@ -20,7 +20,7 @@ import type { FastHandler, FastSlot } from "../http/Server.ts"
 import { pathOf, pickRequestId } from "../http/RequestLog.ts"
 import { LogSink } from "../logging/Log.ts"
 import { contentTypeOf, negotiate } from "./Format.ts"
-import { readerCacheKib } from "../db/sqliteOpen.ts"
+import { fastCacheKib } from "../db/sqliteOpen.ts"
 import { Backfill } from "../search/Backfill.ts"
 import { makeFastSearch, searchHeaders } from "./fastSearch.ts"
 import { basePath } from "./Rest.ts"
@@ -79,7 +79,7 @@ export interface FastRead {
 export const openFastRead = (options: FastReadOptions): FastRead => {
   const db = new Sqlite(options.sqlitePath, { readonly: true, fileMustExist: true })
   db.pragma("busy_timeout = 5000")
-  db.pragma(`cache_size = -${readerCacheKib}`) // KiB, as the other readers: the OS caches the file
+  db.pragma(`cache_size = -${fastCacheKib}`) // KiB (src/db/sqliteOpen.ts)
   const statement = db.prepare<[string, string], Row>(
     `SELECT v.version, v.commit_ts, v.content
      FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
