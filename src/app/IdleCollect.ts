@@ -120,7 +120,7 @@ export const processProbes = (): Probes => {
 export const run = (
   probes: Probes,
   options: IdleCollectOptions = defaultOptions,
-  counter: { collections: number; releases?: number } = { collections: 0 }
+  counter: { collections: number; releases: number } = { collections: 0, releases: 0 }
 ) => {
   let state: State = { idleTicks: 0, baseline: probes.resident() }
   let collected = false
@@ -129,7 +129,7 @@ export const run = (
       // The tick after a collection: V8 has freed the native memory its garbage held (it does so after the
       // collection, partly on other threads); the pages that left free in the native heap go back.
       collected = false
-      if (probes.release()) counter.releases = (counter.releases ?? 0) + 1
+      if (probes.release()) counter.releases++
       state = { ...state, baseline: probes.resident() }
       return
     }
