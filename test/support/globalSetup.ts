@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url"
 import { registryUrl, skipRealPackages } from "./npmRegistry.ts"
 import { postgresAvailable, urlFor, withAdmin } from "./postgres.ts"
 import { testBundle } from "./process.ts"
-import { pgTemplate, pgTemplateReady, r4PackageCache, removeOtherTemplates, sqliteTemplate, sqliteTemplateReady } from "./r4Template.ts"
+import { markUsed, pgTemplate, pgTemplateReady, r4PackageCache, removeOtherTemplates, sqliteTemplate, sqliteTemplateReady } from "./r4Template.ts"
 import { startServerOn } from "./server.ts"
 
 const settings = { conformance: { package_registry: registryUrl ?? "", package_cache: r4PackageCache } }
@@ -52,6 +52,7 @@ export default async function setup(): Promise<void> {
   buildBundle()
   const pg = await postgresAvailable()
   if (skipRealPackages) return
+  markUsed()
   await removeOtherTemplates(pg)
   if (!sqliteTemplateReady()) await buildSqlite()
   if (pg && !(await pgTemplateReady())) await buildPostgres()

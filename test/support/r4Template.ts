@@ -3,10 +3,11 @@
  * globalSetup) and copied for each test server that asks for the real packages: installing R4 takes
  * about 20 s per server, a copy well under one. A template is named by a hash of the server's code
  * (src/, migrations/, package.json), so a change to how packages are installed or indexed builds a new
- * one; older templates are removed when a new one is built.
+ * one. The templates of other code are removed once no test run has used them for a few hours: several
+ * checkouts on one machine each have their own, and each run marks its own as used (`markUsed`).
  */
 import { createHash } from "node:crypto"
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, rmSync, statSync, utimesSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -42,16 +43,47 @@ export const sqliteTemplateReady = (): boolean => existsSync(sqliteTemplate) && 
 export const pgTemplateReady = async (): Promise<boolean> =>
   withAdmin(async (c) => (await c.query("SELECT 1 FROM pg_database WHERE datname = $1", [pgTemplate])).rowCount === 1)
 
-/** Removes the templates of other code versions. */
-export const removeOtherTemplates = async (pg: boolean): Promise<void> => {
+const usedSuffix = ".used"
+/** A template of other code is kept this long after a run last used it (another checkout may be using it now). */
+const keepUnusedMillis = 3 * 60 * 60 * 1000
+
+/** Notes that a test run of this code uses its templates (the marker's modification time). */
+export const markUsed = (): void => {
+  const marker = join(tmpdir(), `${sqlitePrefix}${templateKey}${usedSuffix}`)
+  closeSync(openSync(marker, "a"))
+  const now = new Date()
+  utimesSync(marker, now, now)
+}
+
+/** The code keys whose templates no run has marked as used for `keepUnusedMillis`. */
+const staleKeys = (): Set<string> => {
+  const now = Date.now()
+  const keys = new Set<string>()
   for (const name of readdirSync(tmpdir())) {
-    if (name.startsWith(sqlitePrefix) && !name.startsWith(`${sqlitePrefix}${templateKey}`)) rmSync(join(tmpdir(), name), { force: true })
+    if (!name.startsWith(sqlitePrefix)) continue
+    const key = name.slice(sqlitePrefix.length, sqlitePrefix.length + 16)
+    if (key === templateKey) continue
+    const marker = join(tmpdir(), `${sqlitePrefix}${key}${usedSuffix}`)
+    const used = statSync(marker, { throwIfNoEntry: false })?.mtimeMs ?? statSync(join(tmpdir(), name), { throwIfNoEntry: false })?.mtimeMs ?? 0
+    if (now - used > keepUnusedMillis) keys.add(key)
+  }
+  return keys
+}
+
+/** Removes the templates of other code versions that no run has used for a few hours. */
+export const removeOtherTemplates = async (pg: boolean): Promise<void> => {
+  const stale = staleKeys()
+  for (const name of readdirSync(tmpdir())) {
+    const key = name.slice(sqlitePrefix.length, sqlitePrefix.length + 16)
+    if (name.startsWith(sqlitePrefix) && stale.has(key)) rmSync(join(tmpdir(), name), { force: true })
   }
   if (!pg) return
   await withAdmin(async (c) => {
     const rows = (await c.query("SELECT datname FROM pg_database WHERE datname LIKE $1", [`${pgPrefix}%`])).rows as Array<{ datname: string }>
     for (const { datname } of rows) {
-      if (datname !== pgTemplate) await c.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`)
+      const key = datname.slice(pgPrefix.length, pgPrefix.length + 16)
+      const known = existsSync(join(tmpdir(), `${sqlitePrefix}${key}${usedSuffix}`)) || existsSync(join(tmpdir(), `${sqlitePrefix}${key}.sqlite`))
+      if (datname !== pgTemplate && (stale.has(key) || !known)) await c.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`)
     }
   })
 }
