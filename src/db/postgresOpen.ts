@@ -99,7 +99,8 @@ export const openPostgres = (
     const connect = (useTls: boolean) =>
       Effect.acquireRelease(
         Effect.sync(() => makePool(target, options.pool, useTls ? current : () => false)),
-        (pool) => Effect.promise(() => pool.end()).pipe(Effect.timeoutOption(1000), Effect.ignore)
+        // A release runs uninterruptibly: without `interruptible` the timeout would wait for `end` all the same.
+        (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000), Effect.ignore)
       ).pipe(Effect.tap((pool) =>
         Effect.tryPromise({ try: () => pool.query("SELECT 1"), catch: (cause): unknown => cause }).pipe(
           Effect.timeoutFail({ duration: connectTimeout, onTimeout: (): unknown => new Error("timed out") })

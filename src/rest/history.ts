@@ -4,6 +4,7 @@ import { Database } from "../db/Database.ts"
 import { Writer } from "../store/Writer.ts"
 import { history as historyRows, historyTotal, type VersionRow } from "../store/reads.ts"
 import { instantOf } from "../store/ResourceStore.ts"
+import { readDate } from "../search/parse/dates.ts"
 import { fail, type FhirError } from "./FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
 import { bundleText } from "./bundleText.ts"
@@ -12,10 +13,16 @@ import { resourceBody } from "./respond.ts"
 export const defaultCount = 20
 export const maxCount = 1000
 
-/** Microseconds of a FHIR instant/dateTime, or a 400 naming the parameter. */
-const instantParam = (name: string, value: string): number | FhirError => {
-  const millis = /^\d{4}(-\d{2}(-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?)?)?$/.test(value) ? Date.parse(value) : Number.NaN
-  return Number.isNaN(millis) ? fail("value", `${name}=${value} is not a date or instant (expected e.g. 2024-01-31T12:00:00Z)`) : millis * 1000
+/**
+ * A FHIR date, dateTime or instant as a half-open span of commit timestamps (microseconds), or a 400
+ * naming the parameter. The span is as long as the value's precision (search.html#date): `_at=2024-01-31`
+ * is the whole day; `_since` takes its start.
+ */
+const timeParam = (name: string, value: string): { readonly from: number; readonly to: number } | FhirError => {
+  const range = readDate(value)
+  return range === undefined
+    ? fail("value", `${name}=${value} is not a date or instant (expected e.g. 2024-01-31T12:00:00Z)`)
+    : { from: range.low * 1000, to: range.high * 1000 }
 }
 
 const countParam = (value: string | null): number | FhirError => {
@@ -49,20 +56,23 @@ export const history = (request: FhirRequest, scope: HistoryScope) =>
     const count = countParam(params.get("_count"))
     if (typeof count !== "number") return yield* count
     const sinceText = params.get("_since")
-    const since = sinceText === null ? undefined : instantParam("_since", sinceText)
-    if (since !== undefined && typeof since !== "number") return yield* since
+    const since = sinceText === null ? undefined : timeParam("_since", sinceText)
+    if (since !== undefined && !("from" in since)) return yield* since
     const atText = params.get("_at")
-    const at = atText === null ? undefined : instantParam("_at", atText)
-    if (at !== undefined && typeof at !== "number") return yield* at
+    const at = atText === null ? undefined : timeParam("_at", atText)
+    if (at !== undefined && !("from" in at)) return yield* at
     const offsetText = params.get("_offset") ?? "0"
     if (!/^\d+$/.test(offsetText)) return yield* fail("value", `_offset=${offsetText} is not a whole number`)
     const offset = Number(offsetText)
     // Pages of one history are read against the first page's snapshot, so later writes do not shift them.
     const untilText = params.get("_until")
-    const until = untilText !== null && /^\d+$/.test(untilText) ? Number(untilText) : yield* (yield* Writer).lastCommitTs
+    if (untilText !== null && !/^\d+$/.test(untilText)) {
+      return yield* fail("value", `_until=${untilText} is not a commit timestamp (microseconds, as the paging links give it)`)
+    }
+    const until = untilText !== null ? Number(untilText) : yield* (yield* Writer).lastCommitTs
 
     const db = yield* Database
-    const query = { type: scope.type, id: scope.id, since, until, currentAt: at }
+    const query = { type: scope.type, id: scope.id, since: since?.from, until, currentDuring: at }
     const [rows, total] = yield* db.withReader((sql) =>
       Effect.all([historyRows(sql, { ...query, count, offset }), historyTotal(sql, query)])
     )

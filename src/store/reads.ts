@@ -63,25 +63,27 @@ export interface HistoryQuery {
   /** Instance level: both set; type level: `type` only; system level: neither. */
   readonly type?: string | undefined
   readonly id?: string | undefined
-  /** Versions committed after this (exclusive), from `_since`. */
+  /** Versions committed at or after this, from `_since`. */
   readonly since?: number | undefined
-  /** Versions committed at or before this, from `_at` / the first page's snapshot. */
+  /** Versions committed at or before this: the first page's snapshot. */
   readonly until: number
-  /** `_at`: only the version of each resource that was current at this time. */
-  readonly currentAt?: number | undefined
+  /** `_at`: only the versions that were current at some time in `[from, to)`, as of `until`. */
+  readonly currentDuring?: { readonly from: number; readonly to: number } | undefined
   readonly count: number
   readonly offset: number
 }
 
 const conditionsOf = (sql: SqlClient.SqlClient, query: Omit<HistoryQuery, "count" | "offset">) => {
   const conditions = [sql`v.commit_ts <= ${query.until}`]
-  if (query.since !== undefined) conditions.push(sql`v.commit_ts > ${query.since}`)
+  if (query.since !== undefined) conditions.push(sql`v.commit_ts >= ${query.since}`)
   if (query.type !== undefined) conditions.push(sql`r.type = ${query.type}`)
   if (query.id !== undefined) conditions.push(sql`r.id = ${query.id}`)
-  if (query.currentAt !== undefined) {
-    conditions.push(sql`v.commit_ts <= ${query.currentAt}`)
+  if (query.currentDuring !== undefined) {
+    // A version is current from its commit until the next version's; a next version past the snapshot does not count.
+    const { from, to } = query.currentDuring
+    conditions.push(sql`v.commit_ts < ${to}`)
     conditions.push(sql`NOT EXISTS (SELECT 1 FROM resource_versions later
-      WHERE later.rkey = v.rkey AND later.version > v.version AND later.commit_ts <= ${query.currentAt})`)
+      WHERE later.rkey = v.rkey AND later.version > v.version AND later.commit_ts <= ${Math.min(from, query.until)})`)
   }
   return sql.and(conditions)
 }

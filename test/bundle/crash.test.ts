@@ -4,7 +4,10 @@
  * is killed with SIGKILL. After a restart on the same file, every transaction that was answered is
  * there whole, and the one in flight is there whole or not at all. Three rounds, each killing at a
  * different moment (events, not delays): just after the request was handed to the socket, once its
- * whole body was taken by the server's socket, and once the database file changed after that.
+ * whole body was taken by the server's socket, and once the database file changed after that. At least
+ * one kill must land with a transaction in flight, as the client sees it: its whole body sent, no answer
+ * begun, and none ever coming (the kill at "sent" does, every time: no server answers a few hundred
+ * entries in the moment between taking the last byte and the client hearing it was taken).
  */
 import { type FSWatcher, watch } from "node:fs"
 import http from "node:http"
@@ -22,16 +25,20 @@ interface Answer {
   readonly text: string
 }
 
+type Stage = "handed" | "sent" | "answering"
+
 /**
  * POST `body` with node:http (whose events say how far the request got); `onProgress` hears
- * `"handed"` once the request is handed to the socket and `"sent"` once the whole body is.
+ * `"handed"` once the request is handed to the socket, `"sent"` once the whole body is, and
+ * `"answering"` once the answer's status line and headers have come.
  */
-const post = (url: string, body: string, onProgress: (stage: "handed" | "sent") => void = () => {}): Promise<Answer> =>
+const post = (url: string, body: string, onProgress: (stage: Stage) => void = () => {}): Promise<Answer> =>
   new Promise((resolve, reject) => {
     const request = http.request(url, {
       method: "POST",
       headers: { "content-type": "application/fhir+json", "content-length": Buffer.byteLength(body), connection: "close" }
     }, (response) => {
+      onProgress("answering")
       let text = ""
       response.setEncoding("utf8")
       response.on("data", (chunk) => (text += chunk))
@@ -114,6 +121,7 @@ describe.skipIf(skipRealPackages || skipSynthea)("a transaction cut short by SIG
     const toAnswer = bySize.slice(triggers.length).reverse()
 
     let server = await start()
+    const kills: Array<{ readonly trigger: Trigger; readonly landedInFlight: boolean }> = []
     const allAnswered: Array<{ readonly file: string; readonly urls: ReadonlyArray<string>; readonly base: string }> = []
     for (const [round, trigger] of triggers.entries()) {
       const base = `${server.url}/fhir`
@@ -131,21 +139,29 @@ describe.skipIf(skipRealPackages || skipSynthea)("a transaction cut short by SIG
       const victim = server
       let killed: Promise<unknown> | undefined
       let watcher: FSWatcher | undefined
+      const reached = new Set<Stage | "settled">()
+      /** Whether, when the kill was sent, the whole body was out and nothing of an answer had come. */
+      let inFlightAtKill = false
       const kill = () => {
         watcher?.close()
-        killed ??= victim.stop("SIGKILL")
+        if (killed !== undefined) return
+        inFlightAtKill = reached.has("sent") && !reached.has("answering") && !reached.has("settled")
+        killed = victim.stop("SIGKILL")
       }
       const outcome = post(base, inFlight.text, (stage) => {
+        reached.add(stage)
         if (stage === trigger) kill()
         if (stage === "sent" && trigger === "database written") {
           watcher = watch(dir.path, (_event, name) => {
             if (name !== null && name.startsWith("svc.sqlite")) kill()
           })
         }
-      }).then((answer) => answer, () => undefined)
+      }).then((answer) => answer, () => undefined).finally(() => reached.add("settled"))
       const answer = await outcome
       kill()
       await killed
+      // An answer read after the kill was written before it: that kill came too late.
+      kills.push({ trigger, landedInFlight: inFlightAtKill && answer === undefined })
 
       server = await start()
       const after = await totals(`${server.url}/fhir`)
@@ -158,7 +174,8 @@ describe.skipIf(skipRealPackages || skipSynthea)("a transaction cut short by SIG
         expect([[trigger, added(answered)], [trigger, added([...answered, inFlight])]]).toContainEqual([trigger, seen])
       }
       const whole = seen["(all)"] === added([...answered, inFlight])["(all)"]
-      console.log(`kill when ${trigger}: the transaction in flight (${inFlight.bundle.entry.length} entries) was ` +
+      console.log(`kill when ${trigger} (${kills.at(-1)?.landedInFlight === true ? "sent, not answered" : "not with the whole body sent and no answer"}): ` +
+        `the transaction in flight (${inFlight.bundle.entry.length} entries) was ` +
         `${answer?.status === 200 ? "answered first" : whole ? "committed, its answer lost" : "not committed"}`)
     }
 
@@ -173,5 +190,6 @@ describe.skipIf(skipRealPackages || skipSynthea)("a transaction cut short by SIG
     }
     expect(missing.slice(0, 10)).toEqual([])
     expect(allAnswered.length).toBeGreaterThanOrEqual(triggers.length * answeredPerRound)
+    expect(kills).toContainEqual({ trigger: "sent", landedInFlight: true })
   }, 600_000)
 })
