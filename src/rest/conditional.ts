@@ -37,7 +37,7 @@ export interface Condition {
 }
 
 /**
- * Reads the condition of `interaction` on `type`: a 400 (or a 501 for what search does not support)
+ * Reads the condition of `interaction` on `type`: a 400 (code `not-supported` for what search does not support)
  * listing every problem, a 400 for result parameters (`_count`, `_sort`, ...), and a 400 when it
  * has no criteria. A leading `?` or `{type}?` is accepted (`If-None-Exist` is written both ways).
  */
@@ -56,9 +56,9 @@ export const readCondition = (
   const parsed = parseSearch(type, params, catalog, { lenient: false })
   if (Either.isLeft(parsed)) {
     const problems = parsed.left
-    const status = problems.some((problem) => problem.status === 400) ? 400 : 501
+    const code = problems.some((problem) => problem.status === 400) ? "invalid" : "not-supported"
     const listed = problems.map((problem) => problem.message).join("; ")
-    return fail(status === 400 ? "invalid" : "not-supported", `the condition of the ${interaction} cannot be used: ${listed}`, status)
+    return fail(code, `the condition of the ${interaction} cannot be used: ${listed}`, 400)
   }
   const result = [...new Set([...params.keys()].filter((key) => resultCodes.has(key.split(":")[0]!)))]
   if (result.length > 0) {

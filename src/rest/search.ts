@@ -97,12 +97,13 @@ export const planSearchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scop
   const parsed = parseScoped(typeof scope === "string" ? { types: [scope], typeParameter: false } : scope, ctx.params, ctx.catalog, { lenient: ctx.lenient })
   if (Either.isLeft(parsed)) {
     const problems = parsed.left
-    const status = problems.some((problem) => problem.status === 400) ? 400 : 501
-    return Either.left(fail(status === 400 ? "invalid" : "not-supported", problems.map((problem) => problem.message).join("; "), status))
+    // What this server does not support is refused like what cannot be read (R4 search.html, handling=strict): a 400.
+    const code = problems.some((problem) => problem.status === 400) ? "invalid" : "not-supported"
+    return Either.left(fail(code, problems.map((problem) => problem.message).join("; "), 400))
   }
   const query = parsed.right
   const unsorted = query.result.sort.find(unsortable)
-  if (unsorted !== undefined) return Either.left(fail("not-supported", `_sort on the ${parameterType(unsorted.param)} parameter '${unsorted.code}' is not available in this build yet`, 501))
+  if (unsorted !== undefined) return Either.left(fail("not-supported", `_sort on the ${parameterType(unsorted.param)} parameter '${unsorted.code}' is not supported: a ${parameterType(unsorted.param)} parameter has no single value to order by`, 400))
   const summary = query.result.summary
   const shape = shapeFor(summary, query.result.elements)
   if (Either.isLeft(shape)) return Either.left(fail("invalid", shape.left, 400))

@@ -272,7 +272,7 @@ for (const backend of backendsUnderTest) {
           }
         }))
 
-      it.effect("answers 400 naming the parameter a type searched lacks, an unknown type, and keeps _type a 501 on one type", () =>
+      it.effect("answers 400 naming the parameter a type searched lacks, an unknown type, and refuses _type on one type as not supported (400)", () =>
         Effect.gen(function*() {
           const lacking = yield* get("?_type=Observation,Patient&code=8302-2")
           expect(lacking.status).toBe(400)
@@ -288,7 +288,8 @@ for (const backend of backendsUnderTest) {
           expect(sort.status).toBe(400)
           expect(sort.json.issue[0].diagnostics).toContain("Search parameter 'birthdate' of '_sort' cannot be used across all resource types")
           const typeLevel = yield* get("Observation?_type=Patient")
-          expect(typeLevel.status).toBe(501)
+          expect(typeLevel.status).toBe(400)
+          expect(typeLevel.json.issue[0].code).toBe("not-supported")
           const badValue = yield* get("?_lastUpdated=yesterday")
           expect(badValue.status).toBe(400)
           expect(badValue.json.issue[0].diagnostics).toContain("yesterday")

@@ -176,12 +176,13 @@ for (const backend of backendsUnderTest) {
           )
         }))
 
-      it.effect("answers _sort on a composite parameter with 501", () =>
+      it.effect("refuses _sort on a composite parameter with a 400 saying it has no single value to order by", () =>
         Effect.gen(function*() {
           const { base } = yield* Server
           const reply = yield* call("GET", `${base}/Observation?_sort=code-value-quantity`)
-          expect(reply.status).toBe(501)
+          expect(reply.status).toBe(400)
           expect(reply.json.issue[0].diagnostics).toContain("code-value-quantity")
+          expect(reply.json.issue[0].diagnostics).toContain("no single value to order by")
         }))
 
       const fullPatient = {
