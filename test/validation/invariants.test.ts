@@ -45,6 +45,21 @@ describe("per-1: a period's start is not after its end", () => {
   })
 })
 
+describe("bdl-7: fullUrls are distinct in a Bundle, however many entries", () => {
+  const bundle = (urls: ReadonlyArray<string>) => ({
+    resourceType: "Bundle",
+    type: "collection",
+    entry: urls.map((fullUrl) => ({ fullUrl, resource: { resourceType: "Basic", code: { text: "x" } } }))
+  })
+  const many = Array.from({ length: 3_000 }, (_, i) => `urn:uuid:00000000-0000-0000-0000-${String(i).padStart(12, "0")}`)
+
+  withCatalog("three thousand distinct fullUrls pass; one repeated among them is an error", (c) => {
+    expect(errors(validateResource(bundle(many), c))).toEqual([])
+    const repeated = errors(validateResource(bundle([...many, many[1_500]!]), c))
+    expect(repeated.map((issue) => issue.diagnostics.slice(0, 26))).toEqual(["Constraint failed: bdl-7: "])
+  })
+})
+
 describe("other invariants", () => {
   withCatalog("a local reference needs the contained resource (ref-1)", (c) => {
     const found = errors(validateResource({ resourceType: "Observation", status: "final", code: { text: "x" }, subject: { reference: "#p" } }, c))
