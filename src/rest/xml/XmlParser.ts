@@ -215,6 +215,8 @@ export const parseXml = (input: string): XmlDocument => {
       const qname = readName()
       const [prefix, local] = splitName(qname, lt)
       const raw: Array<{ readonly name: string; readonly value: string; readonly at: number }> = []
+      // Every name of this tag (namespace declarations too), to refuse a repeat without comparing each pair.
+      const names = new Set<string>()
       scopes.push(bindings.length)
       let defaultNs: string | undefined
       let selfClosing = false
@@ -243,11 +245,13 @@ export const parseXml = (input: string): XmlDocument => {
         if (quote !== 0x22 && quote !== 0x27) fail(`a quoted value for the attribute ${name}`)
         const close = src.indexOf(quote === 0x22 ? "\"" : "'", i + 1)
         if (close === -1) fail(`an unterminated value for the attribute ${name}`)
-        const lessThan = src.indexOf("<", i + 1)
-        if (lessThan !== -1 && lessThan < close) fail(`'<' in the value of the attribute ${name}`, lessThan)
+        // Within the value only: searching on to the next '<' read the rest of a long tag once per attribute.
+        const lessThan = src.slice(i + 1, close).indexOf("<")
+        if (lessThan !== -1) fail(`'<' in the value of the attribute ${name}`, i + 1 + lessThan)
         const value = decode(i + 1, close, true)
         i = close + 1
-        if (raw.some((a) => a.name === name)) fail(`the attribute ${name} twice`, at)
+        if (names.has(name)) fail(`the attribute ${name} twice`, at)
+        names.add(name)
         if (name === "xmlns") {
           defaultNs = value
           bindings.push(["", value])

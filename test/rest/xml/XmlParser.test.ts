@@ -81,5 +81,13 @@ describe("parseXml", () => {
     expect(problem(`<a><!-- a -- b --></a>`)).toContain("--")
     expect(problem(``)).toContain("no root")
     expect(problem("<a>".repeat(1001) + "</a>".repeat(1001))).toContain("nested deeper than 1000")
+    expect(problem(`<a xmlns="urn:a" xmlns="urn:b"/>`)).toContain("the attribute xmlns twice")
+  })
+
+  it("reads a tag of twenty thousand attributes, and finds a repeat or a '<' in its last one", () => {
+    const many = Array.from({ length: 20_000 }, (_, i) => ` a${i}="v${i}"`).join("")
+    expect(parseXml(`<a${many}/>`).root.attributes).toHaveLength(20_000)
+    expect(problem(`<a${many} a7="again"/>`)).toContain("the attribute a7 twice")
+    expect(problem(`<a${many} z="x<y"/>`)).toContain("'<' in the value of the attribute z")
   })
 })
