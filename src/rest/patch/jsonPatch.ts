@@ -132,8 +132,19 @@ const remove = (document: unknown, tokens: ReadonlyArray<string>): Either.Either
   })
 }
 
+/** RFC 6902 4.3: a remove and an add at the same place, done as one assignment (two splices moved the rest of a long array twice). */
 const replace = (document: unknown, tokens: ReadonlyArray<string>, value: unknown): Either.Either<unknown, string> =>
-  Either.flatMap(valueAt(document, tokens), () => Either.flatMap(remove(document, tokens), (rest) => add(rest, tokens, value)))
+  Either.flatMap(valueAt(document, tokens), () =>
+    Either.flatMap(containerOf(document, tokens), (container) => {
+      if ("object" in container) {
+        setMember(container.object, container.key, value)
+        return Either.right(document)
+      }
+      return Either.map(existingIndex(container.array, container.key), (position) => {
+        container.array[position] = value
+        return document
+      })
+    }))
 
 const shown = (value: unknown): string => {
   const text = JSON.stringify(value)
