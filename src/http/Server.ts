@@ -7,6 +7,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
 import { constTrue } from "effect/Function"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { answerClientError, maxHeaderBytes } from "./ClientError.ts"
 import { outcomeResponse } from "./OperationOutcome.ts"
 import * as Probes from "./Probes.ts"
 import { Readiness } from "./Readiness.ts"
@@ -77,7 +78,8 @@ export interface FastSlot {
  * A request goes to the slot's fast handler first, and to the edge's listener when it declines.
  */
 const makeNodeServer = (slot: FastSlot) => () => {
-  const server = createServer()
+  const server = createServer({ maxHeaderSize: maxHeaderBytes })
+  server.on("clientError", answerClientError)
   server.keepAliveTimeout = 65_000
   server.headersTimeout = 66_000
   const emit = server.emit
