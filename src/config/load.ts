@@ -52,8 +52,10 @@ const findConfigFile = (input: ConfigInput) =>
     for (const [source, given] of named) {
       if (given === undefined || given === "") continue
       const file = Path.resolve(input.cwd, given)
-      if (yield* exists(file)) return file
-      return yield* fail(`${source} ${given}: the configuration file does not exist`)
+      if (!(yield* exists(file))) return yield* fail(`${source} ${given}: the configuration file does not exist`)
+      const info = yield* fs.stat(file).pipe(Effect.option)
+      if (info._tag === "Some" && info.value.type === "Directory") return yield* fail(`${source} ${given}: is a directory, not a configuration file`)
+      return file
     }
     for (const file of [Path.join(input.cwd, "svc.toml"), input.etcPath ?? ETC_CONFIG_PATH]) {
       if (yield* exists(file)) return file
