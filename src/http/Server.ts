@@ -30,8 +30,19 @@ export interface EdgeOptions extends Probes.ProbeOptions, RequestLog.RequestLogO
 const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
   outcomeResponse("not-found", `no route for ${request.method} ${new URL(request.url, "http://localhost").pathname}`))
 
-/** The app of a serving process before any FHIR route exists: everything is a 404 OperationOutcome. */
-export const emptyServingApp: HttpApp.Default<never, never> = notFound
+/** Paths of the interface that this build does not serve yet (ARCHITECTURE: non-FHIR paths at the root). */
+const notBuiltYet = /^\/(?:graphql|sync|_usage|_requests|_audit|export|auth|\.well-known)(?:\/|$|\?)/
+
+/**
+ * The app for every path outside the FHIR API: a 501 OperationOutcome for an endpoint of the interface
+ * not built yet, a 404 for anything else.
+ */
+export const emptyServingApp: HttpApp.Default<never, never> = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+  const path = new URL(request.url, "http://localhost").pathname
+  return notBuiltYet.test(path)
+    ? Effect.succeed(outcomeResponse("not-supported", `${path} is not available in this build yet`, { status: 501 }))
+    : notFound
+})
 
 const gated = (options: EdgeOptions) =>
   Effect.gen(function*() {
