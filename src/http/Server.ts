@@ -118,7 +118,7 @@ const makeNodeServer = (slot: FastSlot, traffic: Traffic) => () => {
     if (event === "request") {
       const response = args[1] as ServerResponse
       traffic.inFlight.add(response)
-      response.once("close", finished)
+      response.on("close", finished)
       if (traffic.draining) response.setHeader("connection", "close")
       const fast = traffic.draining ? undefined : slot.current
       if (fast !== undefined && fast(args[0] as IncomingMessage, response)) return true
