@@ -1,9 +1,8 @@
-/** The only edge: arguments → CLI → runtime; failures become one message and an exit code. */
+/** The only edge: arguments → CLI → runtime; every failure becomes one line on stderr and an exit code. */
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
-import { ValidationError } from "@effect/cli"
 import { Effect } from "effect"
 import { cli } from "./cli/Cli.ts"
-import { databaseFlagProblem } from "./cli/databaseFlags.ts"
+import { useColor } from "./cli/help.ts"
 import { redactUrl } from "./config/Secrets.ts"
 
 const secretVariables = [
@@ -18,44 +17,29 @@ const redacted = (message: string): string =>
     return value ? text.split(value).join("***") : text
   }, redactUrl(message))
 
-/** `-V` is the short form of `--version`. */
-const args = process.argv.map((arg, index) => (index >= 2 && arg === "-V" ? "--version" : arg))
+const args = process.argv.slice(2)
+const migrating = args[0] === "migrate"
 
-const exitCodeOf = (error: { readonly _tag?: string }, migrating: boolean): number => {
-  switch (error._tag) {
-    case "ExitWith":
-      return "code" in error && typeof error.code === "number" ? error.code : 1
-    case "UsageError":
-      return 2
-    default:
-      // svc migrate: any failure to read the database or the arguments is 2 (spec: Errors).
-      return migrating ? 2 : 1
-  }
+/** Exit codes (docs/operations.md): 2 for wrong arguments; svc migrate answers 2 for anything it cannot read. */
+const exitCodeOf = (error: { readonly _tag: string }): number => {
+  if (error._tag === "ExitWith") return "code" in error && typeof error.code === "number" ? error.code : 1
+  if (error._tag === "UsageError") return 2
+  if (error._tag === "ConfigError" && "fromFlags" in error && error.fromFlags === true) return 2
+  return migrating ? 2 : 1
 }
 
-const program = Effect.gen(function*() {
-  const migrating = args.slice(2).includes("migrate")
-  const problem = databaseFlagProblem(args.slice(2))
-  if (problem !== undefined) {
-    yield* Effect.sync(() => {
-      process.stderr.write(`svc: ${problem}\n`)
-      process.exitCode = 2
-    })
-    return
-  }
-  yield* cli(args).pipe(
-    Effect.catchAll((error) =>
-      Effect.sync(() => {
-        if (ValidationError.isValidationError(error)) {
-          // The CLI printed the problem and the usage already.
-          process.exitCode = 2
-          return
-        }
-        if (error._tag !== "ExitWith") process.stderr.write(`svc: ${redacted(error.message)}\n`)
-        process.exitCode = exitCodeOf(error, migrating)
-      })
-    )
-  )
-})
+const fail = (message: string, code: number) =>
+  Effect.sync(() => {
+    process.stderr.write(`svc: ${redacted(message)}\n`)
+    process.exitCode = code
+  })
+
+const program = cli(args, useColor(process.stdout.isTTY, process.env)).pipe(
+  Effect.catchAll((error) =>
+    error._tag === "ExitWith" ? Effect.sync(() => void (process.exitCode = exitCodeOf(error))) : fail(error.message, exitCodeOf(error))
+  ),
+  // A defect is a bug, but the user still gets one line saying what failed, never silence.
+  Effect.catchAllDefect((defect) => fail(`unexpected failure: ${defect instanceof Error ? defect.message : String(defect)}`, migrating ? 2 : 1))
+)
 
 NodeRuntime.runMain(program.pipe(Effect.provide(NodeContext.layer)), { disableErrorReporting: true, disablePrettyLogger: true })

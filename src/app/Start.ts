@@ -1,7 +1,7 @@
 /**
  * Start-up (spec: Readiness of a process): listen first, then open the database and apply
  * migrations while `/readyz` says which step is running, then serve. On SIGTERM/SIGINT the
- * server stops accepting and finishes in-flight requests before the database closes.
+ * server drains (src/http/Server.ts: in-flight requests finish, within a bound) before the database closes.
  */
 import { Context, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
 import v8 from "node:v8"
@@ -64,9 +64,10 @@ export const start = (config: AppConfig) =>
     // Registered before the server exists, so it closes after the server has drained.
     const databaseScope = yield* Scope.make()
     yield* Effect.addFinalizer(() => Scope.close(databaseScope, Exit.void))
-    yield* Effect.addFinalizer(() => Effect.zipRight(readiness.stopping, Effect.logInfo("stopping")))
 
     const { address, fast } = yield* listen(listenAddress(config.server.bind), edgeOptions(config))
+    // Registered after the server, so it runs before the server drains: from then on every request is a 503.
+    yield* Effect.addFinalizer(() => readiness.stopping)
     yield* Effect.logInfo("listening", address._tag === "TcpAddress" ? { host: address.hostname, port: address.port } : { path: address.path })
 
     yield* readiness.starting(Reasons.openingDatabase)

@@ -1,11 +1,11 @@
 /** `svc` without a subcommand: load the configuration, refuse what this build lacks, run the server. */
 import { NodeFileSystem } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { loadAppConfig } from "../config/load.ts"
 import { redact } from "../config/Secrets.ts"
 import { start } from "../app/Start.ts"
 import { layer as readinessLayer } from "../http/Readiness.ts"
-import { servingAppLayer } from "../http/Server.ts"
+import { drainTimeout, servingAppLayer } from "../http/Server.ts"
 import * as Log from "../logging/Log.ts"
 import type { FlagSettings } from "./settings.ts"
 import { refuseUnavailable } from "./unavailable.ts"
@@ -29,5 +29,25 @@ export const runServe = (input: ServeInput) =>
     const runtime = Layer.mergeAll(Log.layer(loaded.config.server.log_level), readinessLayer, servingAppLayer).pipe(
       Layer.provideMerge(sink)
     )
-    yield* Effect.scoped(Effect.zipRight(start(loaded.config), Effect.never)).pipe(Effect.provide(runtime))
+    yield* Effect.scoped(Effect.gen(function*() {
+      yield* start(loaded.config)
+      // Registered last, so it is armed first when shutdown begins.
+      yield* Effect.addFinalizer(() => Effect.sync(armShutdownLimit))
+      return yield* Effect.never
+    })).pipe(Effect.provide(runtime))
   })
+
+/**
+ * The longest a shutdown may take (docs/operations.md, "Shutdown"): the server's drain (at most
+ * `drainTimeout`) and then closing the database. Past it the process leaves with status 1, whatever
+ * is still running; an unref'd timer, so it never holds a process that is done.
+ */
+export const shutdownLimit = Duration.sum(drainTimeout, Duration.seconds(5))
+
+const armShutdownLimit = () => {
+  const timer = setTimeout(() => {
+    process.stderr.write(`svc: shutdown took more than ${Duration.format(shutdownLimit)}; exiting without finishing it\n`)
+    process.exit(1)
+  }, Duration.toMillis(shutdownLimit))
+  timer.unref()
+}

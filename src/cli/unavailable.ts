@@ -32,6 +32,9 @@ const rows: ReadonlyArray<Row> = [
   { flags: [], setting: "quota", what: "quotas", on: (c) => c.quota.enabled }
 ]
 
+/** The flags refused at start-up because their capability is not built yet (`--role primary` is not). */
+export const unavailableFlags: ReadonlyArray<string> = rows.flatMap((row) => row.flags).filter((flag) => flag !== "--role")
+
 /** Fails with one message listing every flag and setting that names a capability not built yet. */
 export const refuseUnavailable = (config: AppConfig, namedFlags: ReadonlyArray<string>): Effect.Effect<void, Unavailable> => {
   const problems: Array<string> = []

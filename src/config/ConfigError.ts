@@ -2,5 +2,7 @@
 import { Schema } from "effect"
 
 export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
-  message: Schema.String
+  message: Schema.String,
+  /** Every value at fault came from a command-line flag: the arguments are wrong (exit status 2). */
+  fromFlags: Schema.optionalWith(Schema.Boolean, { exact: true })
 }) {}

@@ -119,7 +119,8 @@ const SECRET_SETTINGS: Record<string, string> = {
   "conformance.s3_secret_access_key": "SVC_S3_SECRET_ACCESS_KEY"
 }
 
-const distance = (a: string, b: string): number => {
+/** Edit distance, for "did you mean" suggestions. */
+export const distance = (a: string, b: string): number => {
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
   for (let i = 1; i <= a.length; i++) {
     const current = [i]
@@ -174,3 +175,7 @@ export const describeParseError = (
   const more = lines.length > MAX_LINES ? [`... and ${lines.length - MAX_LINES} more`] : []
   return [...lines.slice(0, MAX_LINES), ...more].join("\n")
 }
+
+/** Whether every value the schema refused was given by a command-line flag. */
+export const onlyFlagsAtFault = (error: ParseResult.ParseError, settings: RawSettings): boolean =>
+  problems(error.issue, []).every((problem) => settings.originOf(problem.path)?._tag === "Flag")

@@ -8,7 +8,7 @@ import * as Path from "node:path"
 import { parse, TomlError } from "smol-toml"
 import { AppConfig, type FlagSettings } from "./AppConfig.ts"
 import { ConfigError } from "./ConfigError.ts"
-import { describeParseError, showValue, where } from "./describe.ts"
+import { describeParseError, onlyFlagsAtFault, showValue, where } from "./describe.ts"
 import { isTable, mergeEnv, RawSettings } from "./merge.ts"
 import { readSecrets, type Secrets } from "./Secrets.ts"
 import { isLoopbackHost, leavesOf, parseBind, settingNames } from "./Setting.ts"
@@ -52,8 +52,10 @@ const findConfigFile = (input: ConfigInput) =>
     for (const [source, given] of named) {
       if (given === undefined || given === "") continue
       const file = Path.resolve(input.cwd, given)
-      if (yield* exists(file)) return file
-      return yield* fail(`${source} ${given}: the configuration file does not exist`)
+      if (!(yield* exists(file))) return yield* fail(`${source} ${given}: the configuration file does not exist`)
+      const info = yield* fs.stat(file).pipe(Effect.option)
+      if (info._tag === "Some" && info.value.type === "Directory") return yield* fail(`${source} ${given}: is a directory, not a configuration file`)
+      return file
     }
     for (const file of [Path.join(input.cwd, "svc.toml"), input.etcPath ?? ETC_CONFIG_PATH]) {
       if (yield* exists(file)) return file
@@ -154,7 +156,9 @@ export const loadAppConfig = (input: ConfigInput): Effect.Effect<LoadedConfig, C
     const settings = mergeLayers(input, file, fromFile)
     const config = yield* Schema.decodeUnknown(AppConfig, { errors: "all", onExcessProperty: "error" })(
       settings.raw
-    ).pipe(Effect.mapError((e) => new ConfigError({ message: describeParseError(e, settings, KNOWN_SETTINGS) })))
+    ).pipe(Effect.mapError((e) =>
+      new ConfigError({ message: describeParseError(e, settings, KNOWN_SETTINGS), fromFlags: onlyFlagsAtFault(e, settings) })
+    ))
     const problems = consistencyProblems(config, settings)
     if (problems.length > 0) return yield* fail(problems.join("\n"))
     const secrets = yield* readSecrets(input.env, config)

@@ -21,7 +21,7 @@ import {
   refusals
 } from "./Migrations.ts"
 import { openPostgres } from "./postgresOpen.ts"
-import { openSqlite } from "./sqliteOpen.ts"
+import { directoryProblem, openSqlite } from "./sqliteOpen.ts"
 
 export interface StatusOptions extends DatabaseOptions {
   /** `--dry-run`: the report carries the SQL that would run. */
@@ -73,6 +73,9 @@ export const status = Effect.fn("Migrations.status")(function*(options: StatusOp
     : options.kind === "sqlite" && !Fs.existsSync(options.sqlitePath)
     ? "does not exist; would be created"
     : undefined
+  // A missing file "would be created" only where start-up could create it.
+  const unreachable = options.kind === "sqlite" && note !== undefined ? directoryProblem(options.sqlitePath, true) : undefined
+  if (unreachable !== undefined) return yield* new DatabaseOpenError({ database, reason: unreachable })
   const state = note === undefined ? yield* inspect(options, database) : emptyState
   const p = plan(known, state.recorded)
   const reasons = refusals(p, state, options.fhirVersion)

@@ -52,14 +52,26 @@ export const sqliteReason = (cause: unknown): string => {
   return causeText(inner)
 }
 
-/** A clear reason when the file's directory is missing or not writable; checked before opening. */
-const directoryProblem = (path: string, writable: boolean): string | undefined => {
-  if (Fs.statSync(path, { throwIfNoEntry: false })?.isDirectory() === true) return `${path} is a directory`
+/**
+ * A clear reason when the path or its directory cannot hold the file; checked before opening. `statSync`
+ * throws even with `throwIfNoEntry: false` when a part of the path is a regular file (ENOTDIR) or cannot be
+ * searched (EACCES), so every failure is read here.
+ */
+export const directoryProblem = (path: string, writable: boolean): string | undefined => {
   const dir = Path.dirname(Path.resolve(path))
   try {
+    if (Fs.statSync(path, { throwIfNoEntry: false })?.isDirectory() === true) return `${path} is a directory`
+  } catch (error) {
+    if (errorCode(error) !== "ENOTDIR") return `${path} cannot be reached: ${causeText(error)}`
+  }
+  try {
     if (!Fs.statSync(dir).isDirectory()) return `${dir} is not a directory`
-  } catch {
-    return `directory ${dir} does not exist`
+  } catch (error) {
+    return errorCode(error) === "ENOTDIR"
+      ? `${dir} is not a directory: a part of the path is a file`
+      : errorCode(error) === "ENOENT"
+      ? `directory ${dir} does not exist`
+      : `directory ${dir} cannot be reached: ${causeText(error)}`
   }
   if (!writable) return undefined
   try {

@@ -1,12 +1,15 @@
 /**
  * The HTTP edge. The server listens from the process's first moment: probes always answer, and
  * every other route answers 503 until the runtime is serving, when the serving app takes over.
+ * On shutdown it drains (docs/operations.md, "Shutdown"): no new connection, idle ones closed at
+ * once, every request still arriving answered 503 with `Connection: close`, the requests in flight
+ * given `drainTimeout` to finish, then every connection closed.
  */
 import { HttpApp, HttpIncomingMessage, HttpMiddleware, HttpServer, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Effect, Layer, Option, Ref, Schema } from "effect"
+import { Context, Duration, Effect, Layer, Option, Ref, Schema } from "effect"
 import { constTrue } from "effect/Function"
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { answerClientError, maxHeaderBytes } from "./ClientError.ts"
 import { outcomeResponse } from "./OperationOutcome.ts"
 import * as Probes from "./Probes.ts"
@@ -28,8 +31,19 @@ export interface EdgeOptions extends Probes.ProbeOptions, RequestLog.RequestLogO
 const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
   outcomeResponse("not-found", `no route for ${request.method} ${new URL(request.url, "http://localhost").pathname}`))
 
-/** The app of a serving process before any FHIR route exists: everything is a 404 OperationOutcome. */
-export const emptyServingApp: HttpApp.Default<never, never> = notFound
+/** Paths of the interface that this build does not serve yet (ARCHITECTURE: non-FHIR paths at the root). */
+const notBuiltYet = /^\/(?:graphql|sync|_usage|_requests|_audit|export|auth|\.well-known)(?:\/|$|\?)/
+
+/**
+ * The app for every path outside the FHIR API: a 501 OperationOutcome for an endpoint of the interface
+ * not built yet, a 404 for anything else.
+ */
+export const emptyServingApp: HttpApp.Default<never, never> = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+  const path = new URL(request.url, "http://localhost").pathname
+  return notBuiltYet.test(path)
+    ? Effect.succeed(outcomeResponse("not-supported", `${path} is not available in this build yet`, { status: 501 }))
+    : notFound
+})
 
 const gated = (options: EdgeOptions) =>
   Effect.gen(function*() {
@@ -72,25 +86,81 @@ export interface FastSlot {
   current: FastHandler | undefined
 }
 
+/** How long the requests in flight at shutdown get to finish before their connections are closed. */
+export const drainTimeout = Duration.seconds(10)
+
+/** The server's requests, as its Node listener sees them: outside any fiber. */
+interface Traffic {
+  server: Server | undefined
+  draining: boolean
+  /** Responses not yet finished or abandoned. */
+  readonly inFlight: Set<ServerResponse>
+  /** Called when the last response in flight is done while draining. */
+  drained: (() => void) | undefined
+}
+
 /**
  * Idle keep-alive connections stay open for 65 s (Node's default is 5 s): a client or balancer that
  * reuses a connection the server has just closed sees a reset, and most keep theirs for up to 60 s.
- * A request goes to the slot's fast handler first, and to the edge's listener when it declines.
+ * A request goes to the slot's fast handler first, and to the edge's listener when it declines; while
+ * draining, always to the edge (which answers 503), with `Connection: close`.
  */
-const makeNodeServer = (slot: FastSlot) => () => {
+const makeNodeServer = (slot: FastSlot, traffic: Traffic) => () => {
   const server = createServer({ maxHeaderSize: maxHeaderBytes })
   server.on("clientError", answerClientError)
   server.keepAliveTimeout = 65_000
   server.headersTimeout = 66_000
+  traffic.server = server
   const emit = server.emit
+  const finished = function(this: ServerResponse) {
+    traffic.inFlight.delete(this)
+    if (traffic.draining && traffic.inFlight.size === 0) traffic.drained?.()
+  }
   const fastFirst = (event: string | symbol, ...args: Array<unknown>): boolean => {
-    const fast = slot.current
-    if (event === "request" && fast !== undefined && fast(args[0] as IncomingMessage, args[1] as ServerResponse)) return true
+    if (event === "request") {
+      const response = args[1] as ServerResponse
+      traffic.inFlight.add(response)
+      response.on("close", finished)
+      if (traffic.draining) response.setHeader("connection", "close")
+      const fast = traffic.draining ? undefined : slot.current
+      if (fast !== undefined && fast(args[0] as IncomingMessage, response)) return true
+    }
     return Reflect.apply(emit, server, [event, ...args])
   }
   server.emit = fastFirst as typeof server.emit
   return server
 }
+
+/**
+ * Stops accepting, closes idle connections, marks the responses not yet begun `Connection: close`, and
+ * waits for the requests in flight, at most `timeout`; then closes every connection left (silent ones,
+ * and requests that outran the timeout). Requests arriving meanwhile are answered 503 by the gate.
+ */
+const drain = (traffic: Traffic, timeout: Duration.Duration) =>
+  Effect.gen(function*() {
+    const server = traffic.server
+    if (server === undefined) return
+    traffic.draining = true
+    for (const response of traffic.inFlight) {
+      if (!response.headersSent) response.setHeader("connection", "close")
+    }
+    yield* Effect.logInfo("stopping", { in_flight: traffic.inFlight.size })
+    server.close()
+    server.closeIdleConnections()
+    // A finalizer runs uninterruptibly: the wait must be interruptible for the timeout to end it.
+    const done = yield* Effect.async<void>((resume) => {
+      if (traffic.inFlight.size === 0) return resume(Effect.void)
+      traffic.drained = () => resume(Effect.void)
+      return Effect.sync(() => void (traffic.drained = undefined))
+    }).pipe(Effect.interruptible, Effect.timeoutTo({ duration: timeout, onSuccess: () => true, onTimeout: () => false }))
+    if (!done) {
+      yield* Effect.logWarning("requests still running at shutdown were cut off", {
+        requests: traffic.inFlight.size,
+        after_ms: Duration.toMillis(timeout)
+      })
+    }
+    server.closeAllConnections()
+  })
 
 export interface ListenOptions {
   readonly host: string
@@ -103,10 +173,11 @@ export interface Listening {
 }
 
 /** Starts listening in the current scope; fails with a clear message when the address cannot be bound. */
-export const listen = (listenOptions: ListenOptions, options: EdgeOptions) =>
+export const listen = (listenOptions: ListenOptions, options: EdgeOptions, drainWithin: Duration.Duration = drainTimeout) =>
   Effect.gen(function*() {
     const fast: FastSlot = { current: undefined }
-    const context = yield* Layer.build(NodeHttpServer.layer(makeNodeServer(fast), listenOptions)).pipe(
+    const traffic: Traffic = { server: undefined, draining: false, inFlight: new Set(), drained: undefined }
+    const context = yield* Layer.build(NodeHttpServer.layer(makeNodeServer(fast, traffic), listenOptions)).pipe(
       Effect.mapError((error) => listenFailure(listenOptions.host, listenOptions.port, error.cause))
     )
     const server = Context.get(context, HttpServer.HttpServer)
@@ -117,6 +188,8 @@ export const listen = (listenOptions: ListenOptions, options: EdgeOptions) =>
       Effect.locally(HttpMiddleware.currentTracerDisabledWhen, constTrue),
       Effect.withTracerEnabled(false)
     )
+    // Runs before the edge's handlers are removed and Node's own close, which would wait for every connection.
+    yield* Effect.addFinalizer(() => drain(traffic, drainWithin))
     const listening: Listening = { address: server.address, fast }
     return listening
   })

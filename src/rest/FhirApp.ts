@@ -12,7 +12,7 @@ import { compartmentSearch } from "./compartment.ts"
 import { everything, everythingOperations } from "./everything.ts"
 import { fail, FhirError } from "./FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
-import { negotiate } from "./Format.ts"
+import { contentTypeOf, negotiate } from "./Format.ts"
 import { history } from "./history.ts"
 import { patch, patchWhere } from "./patch.ts"
 import { read, vread } from "./read.ts"
@@ -21,7 +21,7 @@ import type { SearchScope } from "../search/parse/parseScope.ts"
 import { search } from "./search.ts"
 import { processBundle } from "./bundle/Bundles.ts"
 import { basePath, baseUrl, RestSettings } from "./Rest.ts"
-import { errorResponse, resourceBody } from "./respond.ts"
+import { bodyText as renderBody, errorResponse } from "./respond.ts"
 import { validateOperation } from "./validate.ts"
 import { create, remove, removeWhere, update, updateWhere } from "./write.ts"
 
@@ -61,7 +61,7 @@ const postedParams = (request: FhirRequest) =>
 const searchPosted = (request: FhirRequest, scope: string | SearchScope) =>
   Effect.flatMap(postedParams(request), (params) => search(request, scope, params))
 
-const route = (request: FhirRequest, segments: ReadonlyArray<string>, capabilities: (catalog: Catalog) => Effect.Effect<string>) => {
+const route = (request: FhirRequest, segments: ReadonlyArray<string>, capabilities: (request: FhirRequest) => Effect.Effect<string>) => {
   const method = request.http.method === "HEAD" ? "GET" : request.http.method
   const path = `${basePath}/${segments.join("/")}`
   const [first, second, third, fourth, ...rest] = segments
@@ -75,7 +75,7 @@ const route = (request: FhirRequest, segments: ReadonlyArray<string>, capabiliti
   if (first === "_search" && second === undefined) return method === "POST" ? searchPosted(request, systemScope) : methodNotAllowed(method, path)
   if (first === "metadata" && second === undefined) {
     return method === "GET"
-      ? Effect.map(capabilities(request.catalog), (text) => resourceBody(text, request.negotiated, request.catalog))
+      ? Effect.map(capabilities(request), (text) => HttpServerResponse.text(text, { contentType: contentTypeOf(request.negotiated.format) }))
       : methodNotAllowed(method, path)
   }
   if (first === "_history" && second === undefined) return method === "GET" ? history(request, {}) : methodNotAllowed(method, path)
@@ -168,21 +168,30 @@ const decodeSegments = (path: string): ReadonlyArray<string> | FhirError => {
 /** The FHIR app; it answers every path under `/fhir`. */
 export const make = (options: { readonly maxBodyBytes: number; readonly maxBundleEntries: number }) =>
   Effect.gen(function*() {
-    const cached = yield* Ref.make<{ readonly generation: number; readonly text: string } | undefined>(undefined)
+    // The statement of the catalog generation last asked for, as JSON, with its renderings by format as asked for.
+    const cached = yield* Ref.make<{ readonly generation: number; readonly json: Record<string, unknown>; readonly bodies: Map<string, string> } | undefined>(undefined)
     const settings = yield* RestSettings
 
-    const capabilities = (catalog: Catalog) =>
+    const capabilities = (request: FhirRequest) =>
       Effect.gen(function*() {
-        const hit = yield* Ref.get(cached)
-        if (hit?.generation === catalog.generation) return hit.text
-        const now = yield* Clock.currentTimeMillis
-        const text = JSON.stringify(capabilityStatement(catalog, {
-          base: baseUrl(settings.publicUrl, undefined),
-          updateAsCreate: settings.updateAsCreate,
-          date: instantOf(now * 1000)
-        }))
-        yield* Ref.set(cached, { generation: catalog.generation, text })
-        return text
+        const catalog = request.catalog
+        let hit = yield* Ref.get(cached)
+        if (hit?.generation !== catalog.generation) {
+          const now = yield* Clock.currentTimeMillis
+          const json = capabilityStatement(catalog, {
+            base: settings.publicUrl === undefined ? undefined : baseUrl(settings.publicUrl, undefined),
+            updateAsCreate: settings.updateAsCreate,
+            date: instantOf(now * 1000)
+          })
+          hit = { generation: catalog.generation, json, bodies: new Map() }
+          yield* Ref.set(cached, hit)
+        }
+        const key = `${request.negotiated.format}${request.negotiated.pretty ? " pretty" : ""}`
+        const known = hit.bodies.get(key)
+        if (known !== undefined) return known
+        const body = renderBody(hit.json, request.negotiated, catalog)
+        hit.bodies.set(key, body)
+        return body
       })
 
     return Effect.gen(function*() {

@@ -6,6 +6,7 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import { buildVersion } from "../version.ts"
 import { searchableCompartment } from "../search/plan/compartment.ts"
 import { everythingOperations } from "./everything.ts"
+import { referencedTypes, searchParamsOf, systemSearchParams } from "./capabilityParams.ts"
 import { maxCount } from "./history.ts"
 
 export const searchDocumentation = [
@@ -26,43 +27,70 @@ const includesOf = (catalog: Catalog, type: string) => {
   const own = references(type).map((param) => `${type}:${param.code}`).sort()
   const reverse = catalog.resourceTypes.flatMap((source) =>
     references(source).filter((param) => param.target.includes(type) || param.target.includes("Resource")).map((param) => `${source}:${param.code}`)).sort()
-  return { ...(own.length > 0 ? { searchInclude: ["*", ...own] } : {}), ...(reverse.length > 0 ? { searchRevInclude: reverse } : {}) }
+  return { searchInclude: own.length > 0 ? ["*", ...own] : [], searchRevInclude: reverse }
 }
 
-const interactions = ["read", "vread", "update", "patch", "delete", "history-instance", "history-type", "create"]
+const interactions = ["read", "vread", "update", "patch", "delete", "history-instance", "history-type", "create", "search-type"]
+
+/** The operations invocable on `type` today: `$validate` on every type, `$everything` where its compartment exists. */
+const operationsOf = (catalog: Catalog, type: string) => [
+  { name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" },
+  ...(everythingOperations[type] === undefined || catalog.compartment(type) === undefined ? [] : [{ name: "everything", definition: everythingOperations[type] }])
+]
+
+const compartmentsOf = (catalog: Catalog) => {
+  const urls = catalog.compartments.filter((c) => searchableCompartment(catalog, c.code) !== undefined).map((c) => c.url)
+  return urls.length > 0 ? { compartment: urls } : {}
+}
+
+const narrative = {
+  status: "generated",
+  div: "<div xmlns=\"http://www.w3.org/1999/xhtml\"><p>svc FHIR R4 server: the resource types, interactions, search parameters and operations it serves.</p></div>"
+}
 
 /** The CapabilityStatement of this server for `catalog`, as JSON. */
-export const capabilityStatement = (catalog: Catalog, options: { readonly base: string; readonly updateAsCreate: boolean; readonly date: string }) => ({
-  resourceType: "CapabilityStatement",
-  status: "active",
-  date: options.date,
-  kind: "instance",
-  software: { name: "svc", version: buildVersion },
-  implementation: { description: "svc FHIR R4 server", url: options.base },
-  fhirVersion: catalog.fhirVersion,
-  format: ["application/fhir+json", "application/fhir+xml"],
-  patchFormat: ["application/json-patch+json", "application/fhir+json"],
-  rest: [{
-    mode: "server",
-    documentation: searchDocumentation,
-    interaction: [{ code: "transaction" }, { code: "batch" }, { code: "history-system" }, { code: "search-system" }],
-    compartment: catalog.compartments.filter((c) => searchableCompartment(catalog, c.code) !== undefined).map((c) => c.url),
-    resource: catalog.resourceTypes.map((type) => ({
-      type,
-      ...(catalog.structureDefinitionForType(type)?.url ? { profile: catalog.structureDefinitionForType(type)!.url } : {}),
-      interaction: interactions.map((code) => ({ code })),
-      versioning: "versioned-update",
-      readHistory: true,
-      updateCreate: options.updateAsCreate,
-      conditionalCreate: true,
-      conditionalUpdate: true,
-      conditionalDelete: "single",
-      operation: [
-        { name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" },
-        ...(everythingOperations[type] === undefined || catalog.compartment(type) === undefined ? [] : [{ name: "everything", definition: everythingOperations[type] }])
-      ],
-      ...includesOf(catalog, type)
-      // searchParam is listed once the whole search is served.
-    }))
-  }]
-})
+export const capabilityStatement = (catalog: Catalog, options: { readonly base: string | undefined; readonly updateAsCreate: boolean; readonly date: string }) => {
+  const hasTargets = referencedTypes(catalog)
+  return {
+    resourceType: "CapabilityStatement",
+    text: narrative,
+    name: "Svc",
+    title: "svc FHIR R4 server",
+    status: "active",
+    date: options.date,
+    kind: "instance",
+    software: { name: "svc", version: buildVersion },
+    // The base is known only from server.public_url: a Host header must not decide a statement shared by every client.
+    implementation: { description: "svc FHIR R4 server", ...(options.base === undefined ? {} : { url: options.base }) },
+    fhirVersion: catalog.fhirVersion,
+    format: ["application/fhir+json", "application/fhir+xml"],
+    patchFormat: ["application/json-patch+json", "application/fhir+json"],
+    rest: [{
+      mode: "server",
+      documentation: searchDocumentation,
+      resource: catalog.resourceTypes.map((type) => {
+        const referenced = hasTargets.has(type)
+        const { searchInclude, searchRevInclude } = includesOf(catalog, type)
+        return {
+          type,
+          ...(catalog.structureDefinitionForType(type)?.url ? { profile: catalog.structureDefinitionForType(type)!.url } : {}),
+          interaction: interactions.map((code) => ({ code })),
+          versioning: "versioned-update",
+          readHistory: true,
+          updateCreate: options.updateAsCreate,
+          conditionalCreate: true,
+          conditionalRead: "full-support",
+          conditionalUpdate: true,
+          conditionalDelete: "single",
+          ...(searchInclude.length > 0 ? { searchInclude } : {}),
+          ...(searchRevInclude.length > 0 ? { searchRevInclude } : {}),
+          searchParam: searchParamsOf(catalog, type, referenced),
+          operation: operationsOf(catalog, type)
+        }
+      }),
+      interaction: [{ code: "transaction" }, { code: "batch" }, { code: "search-system" }, { code: "history-system" }],
+      searchParam: systemSearchParams(catalog),
+      ...compartmentsOf(catalog)
+    }]
+  }
+}

@@ -51,9 +51,44 @@ describe("svc on the command line", () => {
     expect(result.stderr).toContain("pass only one of --sqlite, --memory, or --postgres")
   })
 
-  it("refuses an unknown flag with status 2", async () => {
+  it("refuses an unknown flag with status 2, naming it in one line", async () => {
     const result = await runSvc(["--no-such-flag"], { cwd: scratch() })
     expect(result.code).toBe(2)
+    expect(result.stderr).toBe("svc: unknown flag --no-such-flag; svc --help lists the flags\n")
+    const migrate = await runSvc(["migrate", "--status", "--memory"], { cwd: scratch() })
+    expect(migrate.code).toBe(2)
+    expect(migrate.stderr).toBe("svc: --memory is not a flag of svc migrate\n")
+  })
+
+  it("refuses a flag without its value, or with a value it cannot take, with status 2 and the flag named", async () => {
+    const cases: ReadonlyArray<readonly [ReadonlyArray<string>, string]> = [
+      [["--memory", "--references"], "svc: --references needs a value (strict|fhir)\n"],
+      [["--memory", "--package"], "svc: --package needs a value (dir|file.tgz|name@version)\n"],
+      [["--memory", "--references", "loose"], "svc: --references: expected one of strict, fhir, got \"loose\"\n"],
+      [["--memory", "--db-pool", "many"], "svc: --db-pool: expected an integer >= 1, got \"many\"\n"],
+      [["--memory", "--db-pool", "0"], "svc: --db-pool: expected an integer >= 1, got 0\n"],
+      [["--memory", "--bind", "nowhere"], "svc: --bind: expected host:port (like 127.0.0.1:8080 or [::1]:8080), got \"nowhere\"\n"],
+      [["--memory", "extra"], "svc: unexpected argument 'extra': svc takes only flags (svc --help lists them)\n"]
+    ]
+    for (const [args, message] of cases) {
+      const result = await runSvc(args, { cwd: scratch() })
+      expect({ args, code: result.code, stderr: result.stderr }).toEqual({ args, code: 2, stderr: message })
+    }
+  })
+
+  it("refuses a SQLite path under a regular file in one line: status 1 to start, 2 from migrate", async () => {
+    const cwd = scratch()
+    writeFileSync(join(cwd, "plain"), "not a directory")
+    const started = await runSvc(["--sqlite", "plain/svc.sqlite"], { cwd })
+    expect(started.code).toBe(1)
+    expect(started.stderr).toBe(`svc: cannot open database SQLite file plain/svc.sqlite: ${join(cwd, "plain")} is not a directory\n`)
+    const deeper = await runSvc(["--sqlite", "plain/sub/svc.sqlite"], { cwd })
+    expect(deeper.code).toBe(1)
+    expect(deeper.stderr).toContain("a part of the path is a file")
+    const status = await runSvc(["migrate", "--status", "--sqlite", "plain/svc.sqlite"], { cwd })
+    expect(status.code).toBe(2)
+    expect(status.stderr).toContain(`${join(cwd, "plain")} is not a directory`)
+    expect(status.stdout).toBe("")
   })
 
   it("refuses a flag whose capability is not built yet, naming it", async () => {

@@ -1,7 +1,7 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { loadError, loadTomlError, tempDir } from "./support.ts"
+import { load, loadError, loadTomlError, tempDir } from "./support.ts"
 
 /** What every error must look like to a user: no stack, no [object Object]. */
 const readable = (message: string) => {
@@ -165,6 +165,17 @@ layer(NodeFileSystem.layer)("configuration errors", (it) => {
       const dir = yield* tempDir
       const message = yield* loadError({ cwd: dir, flags: { server: { bind: "nowhere" } } })
       expect(message).toBe(`--bind: expected host:port (like 127.0.0.1:8080 or [::1]:8080), got "nowhere"`)
+    }))
+
+  it.scoped("an error is marked as the command line's only when every value at fault came from a flag", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const fromFlag = yield* Effect.flip(load({ cwd: dir, flags: { server: { bind: "nowhere" } } }))
+      expect(fromFlag.fromFlags).toBe(true)
+      const mixed = yield* Effect.flip(load({ cwd: dir, flags: { server: { bind: "nowhere" } }, env: { SVC_DB_POOL: "x" } }))
+      expect(mixed.fromFlags).toBe(false)
+      const fromEnv = yield* Effect.flip(load({ cwd: dir, env: { SVC_DB_POOL: "x" } }))
+      expect(fromEnv.fromFlags).toBe(false)
     }))
 
   it.scoped("a Postgres URL in an error has its password masked", () =>

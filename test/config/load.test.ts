@@ -134,6 +134,13 @@ layer(NodeFileSystem.layer)("loadAppConfig", (it) => {
         const message = yield* loadError({ cwd: dir, env: { SVC_CONFIG: "gone.toml" } })
         expect(message).toBe("SVC_CONFIG gone.toml: the configuration file does not exist")
       }))
+
+    it.scoped("a --config that names a directory is an error saying so", () =>
+      Effect.gen(function*() {
+        const { dir } = yield* setUp
+        const message = yield* loadError({ cwd: dir, configPath: "." })
+        expect(message).toBe("--config .: is a directory, not a configuration file")
+      }))
   })
 
   describe("environment variables", () => {

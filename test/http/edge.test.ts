@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { HttpServerResponse } from "@effect/platform"
-import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Scope } from "effect"
+import { Chunk, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Ref, Scope, TestClock } from "effect"
 import { Readiness, layer as readinessLayer } from "../../src/http/Readiness.ts"
-import { type EdgeOptions, listen, ServingApp, servingAppLayer } from "../../src/http/Server.ts"
+import { drainTimeout, type EdgeOptions, emptyServingApp, listen, ServingApp, servingAppLayer } from "../../src/http/Server.ts"
 import { memorySink } from "../../src/logging/Log.ts"
 import { makePeerList } from "../../src/http/ClientAddress.ts"
 
@@ -53,6 +53,26 @@ describe("the HTTP edge", () => {
       expect(yield* get("/healthz")).toEqual(expect.objectContaining({ status: 200, body: { status: "ok", role: "primary" } }))
       expect((yield* get("/healthz?verbose=1")).body).toEqual({ status: "ok", role: "primary", database: { kind: "memory" } })
       expect(yield* get("/fhir/Nothing")).toMatchObject({ status: 404, body: { resourceType: "OperationOutcome" } })
+    }))
+
+  it.scoped("answers 501 on an endpoint of the interface not built yet, and 404 on any other path", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const context = yield* Layer.build(Layer.mergeAll(readinessLayer, servingAppLayer, memorySink(lines)))
+      const { address } = yield* listen({ host: "127.0.0.1", port: 0 }, options).pipe(Effect.provide(context))
+      const port = address._tag === "TcpAddress" ? address.port : 0
+      yield* Effect.flatMap(Readiness, (r) => r.serving(Effect.succeed({ status: "ok" }), Effect.succeed({}))).pipe(Effect.provide(context))
+      yield* Ref.set(Context.get(context, ServingApp), Option.some(emptyServingApp))
+      const status = (path: string) =>
+        Effect.promise(async () => {
+          const response = await fetch(`http://127.0.0.1:${port}${path}`)
+          const body = await response.json() as { issue: Array<{ code: string; diagnostics: string }> }
+          return [path, response.status, body.issue[0]!.code] as const
+        })
+      for (const path of ["/graphql", "/sync", "/_audit/verify", "/_usage?day=1", "/export/job-1/file", "/auth/token", "/.well-known/smart-configuration"]) {
+        expect(yield* status(path)).toEqual([path, 501, "not-supported"])
+      }
+      for (const path of ["/nothing", "/graphqlx", "/_auditor"]) expect(yield* status(path)).toEqual([path, 404, "not-found"])
     }))
 
   it.scoped("answers 503 on healthz for a standby even when it could serve", () =>
@@ -114,5 +134,28 @@ describe("shutdown", () => {
       yield* Fiber.join(closing)
       const refused = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/livez`).then(() => "answered", () => "refused"))
       expect(refused).toBe("refused")
+    }))
+
+  it.scoped("cuts off a request still running when the drain's bound has passed, and closes", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const entered = yield* Deferred.make<void>()
+      const stuck = Deferred.succeed(entered, undefined).pipe(Effect.zipRight(Effect.never))
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(Layer.mergeAll(readinessLayer, servingAppLayer, memorySink(lines)), scope)
+      const { address } = yield* listen({ host: "127.0.0.1", port: 0 }, options).pipe(Effect.provide(context), Scope.extend(scope))
+      const port = address._tag === "TcpAddress" ? address.port : 0
+      yield* Effect.flatMap(Readiness, (r) => r.serving(Effect.succeed({ status: "ok" }), Effect.succeed({}))).pipe(Effect.provide(context))
+      yield* Ref.set(Context.get(context, ServingApp), Option.some(stuck))
+      const response = yield* Effect.fork(Effect.promise(() => fetch(`http://127.0.0.1:${port}/fhir/stuck`).then((r) => `answered ${r.status}`, () => "cut off")))
+      yield* Deferred.await(entered)
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      // The drain waits on the test clock: once its timer is set, just short of the bound it still waits.
+      yield* TestClock.sleeps().pipe(Effect.zipLeft(Effect.yieldNow()), Effect.repeat({ until: Chunk.isNonEmpty }))
+      yield* TestClock.adjust(Duration.subtract(drainTimeout, Duration.millis(1)))
+      expect(Option.isNone(yield* Fiber.poll(closing))).toBe(true)
+      yield* TestClock.adjust(Duration.millis(1))
+      yield* Fiber.join(closing)
+      expect(yield* Fiber.join(response)).toBe("cut off")
     }))
 })

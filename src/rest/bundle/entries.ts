@@ -102,6 +102,10 @@ export const parseBundle = (body: Record<string, unknown>, base: string, maxEntr
     if (typeof method !== "string" || !methods.has(method)) return entryError(index, `request.method ${JSON.stringify(method)} is not one of GET, HEAD, POST, PUT, PATCH, DELETE`)
     const url = request["url"]
     if (typeof url !== "string" || url === "") return entryError(index, "request.url is missing")
+    // An operation is a request FHIR allows in a Bundle, but this build does not run one there.
+    if (/(?:^|\/)\$[^/?]/.test(url.split("?")[0]!)) {
+      return fail("not-supported", `Bundle.entry[${index}]: the operation in ${url} is not available inside a Bundle in this build`, 501)
+    }
     const parsed = parseTarget(url, base)
     if (typeof parsed === "string") return entryError(index, parsed)
     const fullUrl = optionalString(item["fullUrl"])
