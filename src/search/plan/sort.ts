@@ -1,5 +1,6 @@
 /**
- * `_sort` (https://hl7.org/fhir/R4/search.html#sort) as ORDER BY keys over the index tables of migration 0003.
+ * `_sort` (https://hl7.org/fhir/R4/search.html#sort) as the values a page is ordered by, read from the index
+ * tables of migration 0003 (the page's ORDER BY and its cursors are cursor.ts).
  *
  * A resource can have several values for a parameter: ascending it sorts by its smallest (the earliest
  * start of a date), descending by its largest (the latest end of a date). A resource with no value sorts
@@ -74,11 +75,4 @@ export const sortValue = (sql: SqlClient.SqlClient, type: string | undefined, ke
   const ofType = type === undefined ? sql`i.type = r.type` : sql`i.type = ${type}`
   const isText = read.table === "search_string" || read.table === "search_token" || read.table === "search_uri" || read.table === "search_reference"
   return { value: sql`(SELECT ${value} FROM ${sql(read.table)} i WHERE i.rkey = r.rkey AND ${ofType} AND i.param = ${key.code})`, descending, nullable: true, text: isText }
-}
-
-/** One ORDER BY key on `r` (the resources table), missing values last; `type` undefined in a search across types. */
-export const sortKey = (sql: SqlClient.SqlClient, type: string | undefined, key: SortKey): Fragment => {
-  const { descending, nullable, value } = sortValue(sql, type, key)
-  const direction = descending ? sql`DESC` : sql`ASC`
-  return nullable ? sql`${value} ${direction} NULLS LAST` : sql`${value} ${direction}`
 }
