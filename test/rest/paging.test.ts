@@ -135,6 +135,33 @@ for (const backend of backends) {
           expect(idsOf((yield* call("GET", linkOf(offset, "previous")!)).json)).toEqual(made.slice(1, 4))
         }))
 
+      it.effect("pages forward and back alike when the page is read from one index range or from a chain's targets", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const [first, second] = [yield* create(base, patient("Chainpaged")), yield* create(base, patient("Chainpaged"))]
+          const observations: Array<{ readonly id: string; readonly subject: string }> = []
+          for (let i = 0; i < 11; i++) {
+            const subject = i % 3 === 0 ? second.id : first.id
+            const made = yield* create(base, { resourceType: "Observation", status: "final", code: { text: "chain" }, subject: { reference: `Patient/${subject}` } })
+            observations.push({ id: made.id, subject })
+          }
+          const identified: Array<string> = []
+          for (let i = 0; i < 7; i++) identified.push((yield* create(base, patient("Orderedpaged", { identifier: [{ system: "urn:test:ordered", value: "same" }] }))).id)
+          const cases: Array<[string, ReadonlyArray<string>]> = [
+            [`Observation?subject.family=chainpaged&_count=3`, observations.map((o) => o.id)],
+            [`Observation?subject=Patient/${first.id}&_count=2`, observations.filter((o) => o.subject === first.id).map((o) => o.id)],
+            [`Patient?identifier=${encodeURIComponent("urn:test:ordered|same")}&_count=3`, identified]
+          ]
+          for (const [search, expected] of cases) {
+            const forward = yield* follow(`${base}/${search}`, "next")
+            expect([search, forward.flat()]).toEqual([search, expected])
+            let last = (yield* call("GET", `${base}/${search}`)).json
+            while (linkOf(last, "next") !== undefined) last = (yield* call("GET", linkOf(last, "next")!)).json
+            const backward = yield* follow(linkOf(last, "self")!, "previous")
+            expect([search, backward.reverse()]).toEqual([search, forward])
+          }
+        }))
+
       it.effect("pages a _sort by cursors, ties and missing values included, as one page of all orders them", () =>
         Effect.gen(function*() {
           const { base } = yield* Server
