@@ -108,6 +108,31 @@ export const pagedPaths = async (url: string, pageSize = 100): Promise<Array<str
   return Array.from({ length: Math.ceil(total / pageSize) }, (_, page) => `Observation?status=final&_count=${pageSize}&_offset=${page * pageSize}`)
 }
 
+/**
+ * Every page of `Observation?_count=<pageSize>` reached from the first by its `next` links, in order (each
+ * from `/fhir/` on): what a client paging to the end asks for, whatever the links hold.
+ */
+export const nextLinkPaths = async (url: string, pageSize = 100): Promise<Array<string>> => {
+  const paths: Array<string> = []
+  let next: string | undefined = `${url}/fhir/Observation?_count=${pageSize}`
+  while (next !== undefined) {
+    const path = next.slice(next.indexOf("/fhir/") + "/fhir/".length)
+    const response = await fetch(`${url}/fhir/${path}`, { headers: accept })
+    const text = await response.text()
+    if (response.status !== 200) throw new Error(`GET /fhir/${path} answered ${response.status}: ${text.slice(0, 300)}`)
+    paths.push(path)
+    const bundle = JSON.parse(text) as { link?: ReadonlyArray<{ relation: string; url: string }> }
+    next = bundle.link?.find((link) => link.relation === "next")?.url
+  }
+  return paths
+}
+
+/** The last `pages` pages of `Observation?_count=<pageSize>` by `_offset`: the deepest offsets there are. */
+export const deepOffsetPaths = async (url: string, pages = 5, pageSize = 100): Promise<Array<string>> => {
+  const last = Math.max(0, Math.ceil((await countOf(url, "Observation")) / pageSize) - 1)
+  return Array.from({ length: Math.min(pages, last + 1) }, (_, n) => `Observation?_count=${pageSize}&_offset=${(last - n) * pageSize}`)
+}
+
 /** Readies one search workload: its paths, the first `checked` of them checked to match something. */
 export const prepareSearch = async (url: string, paths: ReadonlyArray<string>, checked = paths.length): Promise<Array<autocannon.Request>> => {
   if (paths.length === 0) throw new Error("no search to run: was the Synthea ingest run first?")

@@ -10,7 +10,10 @@ import { loadSynthea, runIngest } from "./ingest.ts"
 import type { Measurement } from "./load.ts"
 import { samplePatient } from "./patients.ts"
 import { rotation } from "./rotation.ts"
-import { chainPaths, everythingPaths, familyPaths, hasPaths, includePaths, pagedPaths, prepareSearch, tokenDatePaths, tokenPaths } from "./search.ts"
+import {
+  chainPaths, deepOffsetPaths, everythingPaths, familyPaths, hasPaths, includePaths, nextLinkPaths, pagedPaths, prepareSearch, tokenDatePaths,
+  tokenPaths
+} from "./search.ts"
 
 /** The server a workload runs against, with the pool of Patient ids created on it beforehand. */
 export interface Target {
@@ -198,6 +201,33 @@ export const searchPaged: Workload = {
   prepare: async (target) => prepareSearch(target.url, await pagedPaths(target.url), 1)
 }
 
+export const searchNextLinks: Workload = {
+  name: "search next links",
+  description: "GET /fhir/Observation?_count=100 and every page after it as its next link names it, to the last, in turn",
+  connections: 8,
+  onFloor: false,
+  onSynthea: true,
+  prepare: async (target) => prepareSearch(target.url, await nextLinkPaths(target.url), 1)
+}
+
+export const searchDeepestPages: Workload = {
+  name: "search deepest pages",
+  description: "the last 5 pages of GET /fhir/Observation?_count=100 as the next links name them, in turn",
+  connections: 8,
+  onFloor: false,
+  onSynthea: true,
+  prepare: async (target) => prepareSearch(target.url, (await nextLinkPaths(target.url)).slice(-5), 0)
+}
+
+export const searchDeepOffset: Workload = {
+  name: "search deep _offset",
+  description: "GET /fhir/Observation?_count=100&_offset=<n>: the last 5 pages by _offset, in turn",
+  connections: 8,
+  onFloor: false,
+  onSynthea: true,
+  prepare: async (target) => prepareSearch(target.url, await deepOffsetPaths(target.url), 0)
+}
+
 export const searchChain: Workload = {
   name: "search chained",
   description: "GET /fhir/Observation?patient.name=<family>: each family name loaded, in turn, first page of 20",
@@ -243,7 +273,7 @@ export const everything: Workload = {
  */
 export const workloads: ReadonlyArray<Workload> = [
   create, readById, update, ingestOne, ingestFour, searchToken, searchTokenDate, searchString, searchPaged,
-  searchChain, searchHas, searchInclude, everything
+  searchNextLinks, searchDeepestPages, searchDeepOffset, searchChain, searchHas, searchInclude, everything
 ]
 
 /** Whether a workload runs on the svc with the real R4 packages and the Synthea data. */

@@ -102,7 +102,11 @@ export const start = (config: AppConfig) =>
         referencePolicy: config.conformance.reference_policy
       })
     )
-    const fhir = yield* FhirApp.make({ maxBodyBytes: config.server.max_body_bytes, maxBundleEntries: config.server.max_bundle_entries }).pipe(Effect.provide(services))
+    const fhir = yield* FhirApp.make({
+      maxBodyBytes: config.server.max_body_bytes,
+      maxBundleEntries: config.server.max_bundle_entries,
+      maxPageBytes: config.server.max_page_bytes
+    }).pipe(Effect.provide(services))
     const app = routeByPrefix(fhir.pipe(Effect.provide(services)))
 
     // A full garbage collection when the server falls idle, so that memory an ingest grew goes back.
@@ -126,7 +130,15 @@ export const start = (config: AppConfig) =>
     yield* readiness.serving(probe, details)
     if (config.database.kind === "sqlite") {
       const { requestLog, trusted } = edgeOptions(config)
-      const options = { sqlitePath: config.database.sqlite_path, requestLog, trusted, publicUrl: config.server.public_url, sql: db.writer, counts: fastCounts }
+      const options = {
+        sqlitePath: config.database.sqlite_path,
+        requestLog,
+        trusted,
+        publicUrl: config.server.public_url,
+        maxPageBytes: config.server.max_page_bytes,
+        sql: db.writer,
+        counts: fastCounts
+      }
       yield* installFastRead(fast, options, databaseScope).pipe(Effect.provide(services))
     }
     yield* Effect.logInfo("serving", { database: config.database.kind })

@@ -166,7 +166,7 @@ const decodeSegments = (path: string): ReadonlyArray<string> | FhirError => {
 }
 
 /** The FHIR app; it answers every path under `/fhir`. */
-export const make = (options: { readonly maxBodyBytes: number; readonly maxBundleEntries: number }) =>
+export const make = (options: { readonly maxBodyBytes: number; readonly maxBundleEntries: number; readonly maxPageBytes: number }) =>
   Effect.gen(function*() {
     // The statement of the catalog generation last asked for, as JSON, with its renderings by format as asked for.
     const cached = yield* Ref.make<{ readonly generation: number; readonly json: Record<string, unknown>; readonly bodies: Map<string, string> } | undefined>(undefined)
@@ -212,6 +212,7 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
         base: baseUrl(settings.publicUrl, http.headers["host"]),
         catalog,
         maxBodyBytes: options.maxBodyBytes,
+        maxPageBytes: options.maxPageBytes,
         maxBundleEntries: options.maxBundleEntries
       }
       // Every search answer varies with Prefer (handling=lenient), errors included (spec: Search rules 6).

@@ -11,6 +11,8 @@ export interface FhirRequest {
   readonly base: string
   readonly catalog: Catalog
   readonly maxBodyBytes: number
+  /** `server.max_page_bytes`: the most bytes of resources one page of a search, history or `$everything` holds. */
+  readonly maxPageBytes: number
   readonly maxBundleEntries: number
 }
 

@@ -20,5 +20,6 @@ export const bundleText = (head: BundleHead, entries: ReadonlyArray<string>, now
     ...(head.total === undefined ? {} : { total: head.total }),
     ...(head.link === undefined ? {} : { link: head.link })
   })
-  return `${envelope.slice(0, -1)},"entry":[${entries.join(",")}]}`
+  // FHIR JSON has no empty arrays (https://hl7.org/fhir/R4/json.html): a Bundle without entries leaves `entry` out.
+  return entries.length === 0 ? envelope : `${envelope.slice(0, -1)},"entry":[${entries.join(",")}]}`
 }

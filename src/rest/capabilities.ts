@@ -7,14 +7,18 @@ import { buildVersion } from "../version.ts"
 import { searchableCompartment } from "../search/plan/compartment.ts"
 import { everythingOperations } from "./everything.ts"
 import { referencedTypes, searchParamsOf, systemSearchParams } from "./capabilityParams.ts"
-import { maxCount } from "./history.ts"
+import { maxCount, maxOffset } from "../search/parse/result.ts"
+import { maxParameters, maxSearchAlternatives } from "../search/parse/problems.ts"
 
 export const searchDocumentation = [
   "Search: a comma between the values of one parameter means OR, for ids and every parameter type; `\\,` is a literal comma; one value lists at most 1000 alternatives.",
   "A parameter given more than once is AND, in a query string, in a Bundle entry URL and in Subscription criteria.",
   "`_include:iterate` and `_revinclude:iterate` apply to the matches and to the resources already added until none is added; more than 1000 resources added that way to one page is a 400.",
   "A search parameter value that cannot be read is a 400 OperationOutcome naming the parameter, the value and what was expected; `Prefer: handling=lenient` sets it aside with a warning.",
-  `Paging: _count defaults to 20 and is at most ${maxCount}. Request bodies are limited to server.max_body_bytes (16 MiB by default).`
+  `Paging: _count defaults to 20 and is at most ${maxCount}; _offset is at most ${maxOffset}; next and previous links carry a _cursor, refused with a 400 when changed; ` +
+    "a page holds at most server.max_page_bytes of resources (16 MiB by default; a larger resource alone). " +
+    `One search takes at most ${maxParameters} parameters and ${maxSearchAlternatives} comma-separated alternatives in all. ` +
+    "Request bodies are limited to server.max_body_bytes (16 MiB by default)."
 ].join("\n")
 
 /**

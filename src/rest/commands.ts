@@ -33,6 +33,8 @@ export interface CommandEnv {
    * reads resources or the search index, and at the end of the transaction.
    */
   readonly writes: WriteBatch
+  /** `server.max_page_bytes`, for a search inside a Bundle. */
+  readonly maxPageBytes?: number
 }
 
 /** Inserts what the command has batched, so that its reads see its own writes. */
@@ -60,12 +62,12 @@ const check = (error: FhirError | undefined) => (error === undefined ? Effect.vo
  * Validates a resource (422 with every issue when it has errors), then writes its version and search index
  * in the same transaction; its references are noted for the policy check at the end of the transaction.
  */
-const store = (env: CommandEnv, type: string, id: string, resource: Record<string, unknown>) =>
+const store = (env: CommandEnv, type: string, id: string, resource: Record<string, unknown>, patched = false) =>
   Effect.gen(function*() {
     const validation = validateForWrite({ ...resource, id }, env.catalog)
     if (!isValid(validation.issues)) return yield* invalidResource(`${type}/${id}`, validation.issues)
     env.references.add(`${type}/${id}`, validation.references)
-    const stored = yield* putVersion(env.sql, { type, id, resource, commitTs: env.commit.commitTs }, env.writes)
+    const stored = yield* putVersion(env.sql, { type, id, resource, commitTs: env.commit.commitTs, patched }, env.writes)
     yield* writeIndex(env.sql, stored.rkey, type, stored.version, extractIndex(stored.resource, env.catalog), env.writes)
     return stored
   })
@@ -179,8 +181,8 @@ export const patchCommand = (
     // The id and meta.versionId/lastUpdated stay the server's; a patch may not move the resource.
     const mismatch = bodyMatches({ ...resource, id: resource["id"] ?? id }, type, id)
     if (mismatch) return yield* fail("processing", `the patched resource is not ${type}/${id}: ${mismatch.diagnostics}`, 422)
-    const stored = yield* store(env, type, id, resource)
-    env.commit.record({ type, id, version: stored.version, op: "update" })
+    const stored = yield* store(env, type, id, resource, true)
+    env.commit.record({ type, id, version: stored.version, op: "patch" })
     return { type, id, stored, created: false }
   })
 

@@ -10,9 +10,10 @@
 import { Clock, Effect } from "effect"
 import { Database } from "../db/Database.ts"
 import { readDate } from "../search/parse/dates.ts"
-import { defaultCount, maxCount } from "../search/parse/result.ts"
+import { countExpected, defaultCount, offsetExpected, readCount, readOffset } from "../search/parse/result.ts"
 import { compartmentTypes } from "../search/plan/compartment.ts"
 import { everythingPage, type EverythingQuery } from "../search/plan/everything.ts"
+import { isKept } from "../search/plan/page.ts"
 import { bundleText } from "./bundleText.ts"
 import { fail } from "./FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
@@ -27,7 +28,6 @@ export const everythingOperations: Readonly<Record<string, string>> = {
 
 const parameterNames = new Set(["start", "end", "_since", "_type", "_count", "_offset"])
 const formatNames = new Set(["_format", "_pretty"])
-const nonNegative = /^\d{1,15}$/
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
@@ -97,14 +97,14 @@ const readInput = (request: FhirRequest, params: URLSearchParams) =>
         types = [...(types ?? []), type]
       }
     }
-    const integer = (name: string) =>
+    const integer = (name: string, read: (value: string) => number | undefined, expected: string) =>
       Effect.gen(function*() {
         const value = params.get(name)
         if (value === null) return undefined
-        return nonNegative.test(value) ? Number(value) : yield* unreadable(name, value, "a non-negative integer")
+        return read(value) ?? (yield* unreadable(name, value, expected))
       })
-    const count = Math.min((yield* integer("_count")) ?? defaultCount, maxCount)
-    const offset = (yield* integer("_offset")) ?? 0
+    const count = (yield* integer("_count", readCount, countExpected)) ?? defaultCount
+    const offset = (yield* integer("_offset", readOffset, offsetExpected)) ?? 0
     return {
       start: start?.low,
       end: end?.high,
@@ -143,10 +143,11 @@ export const everything = (request: FhirRequest, type: string, id: string) =>
           sinceMicros: input.sinceMicros,
           types: input.types
         }
-        const found = yield* everythingPage(sql, catalog, query, input.count + 1, input.offset)
+        const found = yield* everythingPage(sql, catalog, query, input.count, input.offset, request.maxPageBytes)
         const total = Number(found[0]?.total ?? 0)
         const rows = found.flatMap((row) => (row.type === null ? [] : [row]))
-        const page = rows.slice(0, input.count)
+        // The page is the rows whose contents fit server.max_page_bytes (the first always); the next page starts after them.
+        const page = rows.filter(isKept)
         const path = `${request.base}/${type}/${encodeURIComponent(id)}/$everything`
         const link = (relation: string, at: number) => {
           const query = new URLSearchParams(params)
@@ -155,7 +156,7 @@ export const everything = (request: FhirRequest, type: string, id: string) =>
           return { relation, url: `${path}?${query.toString()}` }
         }
         const links = [link("self", input.offset), link("first", 0)]
-        if (rows.length > input.count && input.count > 0) links.push(link("next", input.offset + input.count))
+        if (rows.length > page.length && page.length > 0) links.push(link("next", input.offset + page.length))
         if (input.offset > 0) links.push(link("previous", Math.max(0, input.offset - input.count)))
         const entries = page.map((row) => {
           const mode = row.member === 1 || row.member === "1" || row.member === true ? "match" : "include"

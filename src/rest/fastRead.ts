@@ -58,6 +58,8 @@ export interface FastReadOptions {
   readonly trusted: TrustedProxies
   readonly requestLog: boolean
   readonly publicUrl: string | undefined
+  /** `server.max_page_bytes`, for the fast search. */
+  readonly maxPageBytes: number
   readonly sink: LogSink["Type"]
   readonly clock: Clock.Clock
   /** The catalog being served now. */

@@ -31,6 +31,8 @@ export interface FastSearchOptions {
   /** Builds the statements (never runs them): any SQLite client of the server. */
   readonly sql: SqlClient.SqlClient
   readonly publicUrl: string | undefined
+  /** `server.max_page_bytes`. */
+  readonly maxPageBytes: number
   readonly catalog: () => Catalog
   /** Whether the background backfill is rebuilding a search index now. */
   readonly indexing: () => boolean
@@ -75,7 +77,7 @@ export const makeFastSearch = (options: FastSearchOptions): FastSearch => {
     const type = match[1]!
     const catalog = options.catalog()
     if (!catalog.isResourceType(type) || options.indexing()) return undefined
-    const ctx = { catalog, base: baseUrl(options.publicUrl, headers["host"]), params, lenient: false }
+    const ctx = { catalog, base: baseUrl(options.publicUrl, headers["host"]), params, lenient: false, maxPageBytes: options.maxPageBytes }
     const plan = planSearchset(options.sql, ctx, type, options.nowMillis())
     if (Either.isLeft(plan)) return undefined
     const { page, chained, total, include, revinclude, finish } = plan.right

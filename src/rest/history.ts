@@ -2,16 +2,16 @@
 import { Clock, Effect } from "effect"
 import { Database } from "../db/Database.ts"
 import { Writer } from "../store/Writer.ts"
-import { history as historyRows, historyTotal, type VersionRow } from "../store/reads.ts"
+import { decodeCursor } from "../search/plan/cursor.ts"
+import { countExpected, defaultCount, offsetExpected, readCount, readOffset } from "../search/parse/result.ts"
+import { history as historyRows, type HistoryRow, historyTotal, type VersionRow } from "../store/reads.ts"
 import { instantOf } from "../store/ResourceStore.ts"
 import { readDate } from "../search/parse/dates.ts"
 import { fail, type FhirError } from "./FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
 import { bundleText } from "./bundleText.ts"
+import { atPage, cursorOwner, pageLinks } from "./paging.ts"
 import { resourceBody } from "./respond.ts"
-
-export const defaultCount = 20
-export const maxCount = 1000
 
 /**
  * A FHIR date, dateTime or instant as a half-open span of commit timestamps (microseconds), or a 400
@@ -27,12 +27,18 @@ const timeParam = (name: string, value: string): { readonly from: number; readon
 
 const countParam = (value: string | null): number | FhirError => {
   if (value === null) return defaultCount
-  if (!/^\d+$/.test(value)) return fail("value", `_count=${value} is not a whole number`)
-  return Math.min(Number(value), maxCount)
+  return readCount(value) ?? fail("value", `_count=${value} cannot be read: expected ${countExpected}`)
 }
 
-const methodOf = (row: VersionRow) => (row.op === "create" ? "POST" : row.op === "update" ? "PUT" : "DELETE")
-const statusOf = (row: VersionRow) => (row.op === "create" ? "201 Created" : row.op === "update" ? "200 OK" : "204 No Content")
+const offsetParam = (value: string | null): number | FhirError => {
+  if (value === null) return 0
+  return readOffset(value) ?? fail("value", `_offset=${value} cannot be read: expected ${offsetExpected}`)
+}
+
+const methods = { create: "POST", update: "PUT", patch: "PATCH", delete: "DELETE" } as const
+const statuses = { create: "201 Created", update: "200 OK", patch: "200 OK", delete: "204 No Content" } as const
+const methodOf = (row: VersionRow) => methods[row.op]
+const statusOf = (row: VersionRow) => statuses[row.op]
 
 /** One entry as JSON text, the stored resource text embedded as it is. */
 const entryText = (base: string, row: VersionRow): string => {
@@ -61,34 +67,45 @@ export const history = (request: FhirRequest, scope: HistoryScope) =>
     const atText = params.get("_at")
     const at = atText === null ? undefined : timeParam("_at", atText)
     if (at !== undefined && !("from" in at)) return yield* at
-    const offsetText = params.get("_offset") ?? "0"
-    if (!/^\d+$/.test(offsetText)) return yield* fail("value", `_offset=${offsetText} is not a whole number`)
-    const offset = Number(offsetText)
+    const offset = offsetParam(params.get("_offset"))
+    if (typeof offset !== "number") return yield* offset
     // Pages of one history are read against the first page's snapshot, so later writes do not shift them.
     const untilText = params.get("_until")
-    if (untilText !== null && !/^\d+$/.test(untilText)) {
+    if (untilText !== null && !(/^\d{1,16}$/.test(untilText) && Number.isSafeInteger(Number(untilText)))) {
       return yield* fail("value", `_until=${untilText} is not a commit timestamp (microseconds, as the paging links give it)`)
     }
     const until = untilText !== null ? Number(untilText) : yield* (yield* Writer).lastCommitTs
 
+    const path = scope.type === undefined ? "_history" : scope.id === undefined ? `${scope.type}/_history` : `${scope.type}/${scope.id}/_history`
+    const linkParams = new URLSearchParams()
+    if (sinceText !== null) linkParams.set("_since", sinceText)
+    if (atText !== null) linkParams.set("_at", atText)
+    linkParams.set("_count", String(count))
+    linkParams.set("_until", String(until))
+    const owner = cursorOwner(path, linkParams)
+    const cursorText = params.get("_cursor")
+    const cursor = cursorText === null ? undefined : decodeCursor(cursorText, owner, 3)
+    if (typeof cursor === "string") return yield* fail("value", `The value of _cursor cannot be used: ${cursor}`)
+    if (cursor !== undefined && params.get("_offset") !== null) {
+      return yield* fail("value", "_cursor and _offset cannot be used together: a cursor names where its page starts")
+    }
+
     const db = yield* Database
     const query = { type: scope.type, id: scope.id, since: since?.from, until, currentDuring: at }
-    const [rows, total] = yield* db.withReader((sql) =>
-      Effect.all([historyRows(sql, { ...query, count, offset }), historyTotal(sql, query)])
+    const [page, total] = yield* db.withReader((sql) =>
+      Effect.all([historyRows(sql, { ...query, count, offset, cursor, maxBytes: request.maxPageBytes }), historyTotal(sql, query)])
     )
-    const path = scope.type === undefined ? "_history" : scope.id === undefined ? `${scope.type}/_history` : `${scope.type}/${scope.id}/_history`
-    const link = (relation: string, pageOffset: number) => {
-      const linkParams = new URLSearchParams()
-      if (sinceText !== null) linkParams.set("_since", sinceText)
-      if (atText !== null) linkParams.set("_at", atText)
-      linkParams.set("_count", String(count))
-      linkParams.set("_until", String(query.until))
-      linkParams.set("_offset", String(pageOffset))
-      return { relation, url: `${request.base}/${path}?${linkParams.toString()}` }
-    }
-    const links = [link("self", offset), link("first", 0)]
-    if (offset + count < total) links.push(link("next", offset + count))
-    if (offset > 0) links.push(link("previous", Math.max(0, offset - count)))
+    const backwards = cursor?.direction === "before"
+    const links = pageLinks<HistoryRow>({
+      at: cursorText === null ? { offset } : { cursor: cursorText },
+      backwards,
+      count,
+      rows: page.rows,
+      more: page.more,
+      keys: (row) => [row.commitTs, row.rkey, row.version],
+      owner
+    }).map(({ relation, at }) => ({ relation, url: `${request.base}/${path}?${atPage(linkParams, at)}` }))
+    const rows = backwards ? [...page.rows].reverse() : page.rows
     const now = yield* Clock.currentTimeMillis
     const text = bundleText({ type: "history", total, link: links }, rows.map((row) => entryText(request.base, row)), now)
     return resourceBody(text, request.negotiated, request.catalog)

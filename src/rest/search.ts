@@ -15,30 +15,37 @@ import { Database } from "../db/Database.ts"
 import { type Issue, operationOutcome } from "../http/OperationOutcome.ts"
 import { parseScoped, type SearchScope } from "../search/parse/parseScope.ts"
 import { parameterType, type Problem, type SearchRequest } from "../search/parse/SearchRequest.ts"
-import { type IncludedResource, includedResources } from "../search/plan/include.ts"
+import type { IncludedResource } from "../search/plan/include.ts"
+import { type Cursor, cursorValue, decodeCursor, type OrderKey, orderByKeys, pastCursor } from "../search/plan/cursor.ts"
+import { boundedPage, type BoundedColumns, isKept } from "../search/plan/page.ts"
 import { limitOf } from "../search/plan/query.ts"
-import { chainedPage, maxChainTargets, orderedPage, scopeCondition, scopeOrder } from "../search/plan/scope.ts"
+import { chainedPage, maxChainTargets, orderedPage, scopeCondition, scopeSortValues } from "../search/plan/scope.ts"
 import { unsortable } from "../search/plan/sort.ts"
 import { bundleText } from "./bundleText.ts"
 import { fail, type FhirError } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { resourceBody } from "./respond.ts"
+import { atPage, cursorOwner, type PageAt, pageLinks as linksOf } from "./paging.ts"
+import { pageIncludes } from "./pageIncludes.ts"
 import { shapeFor, shapeText } from "./shape.ts"
 
-/** The query string of a page link: the request's own parameters, less those set aside, at `offset`. */
-export const pageParams = (params: URLSearchParams, request: { readonly ignored: ReadonlyArray<Problem> }, offset: number): string => {
+/** The request's own parameters less those set aside: what page links repeat. */
+export const linkParams = (params: URLSearchParams, request: { readonly ignored: ReadonlyArray<Problem> }): URLSearchParams => {
   // A `_filter` set aside names its whole expression: only that occurrence leaves the links.
   const ignored = new Set(request.ignored.filter((problem) => problem.parameter !== "_filter").map((problem) => problem.parameter))
   const ignoredFilters = new Set(request.ignored.filter((problem) => problem.parameter === "_filter").map((problem) => problem.value))
   const out = new URLSearchParams()
   for (const [name, value] of params) {
-    if (name === "_offset" || ignored.has(name) || ignored.has(name.split(":")[0]!)) continue
+    if (ignored.has(name) || ignored.has(name.split(":")[0]!)) continue
     if (name === "_filter" && ignoredFilters.has(value)) continue
     out.append(name, value)
   }
-  out.set("_offset", String(offset))
-  return out.toString()
+  return out
 }
+
+/** The query string of a page link: the request's own parameters, less those set aside, at `at`. */
+export const pageParams = (params: URLSearchParams, request: { readonly ignored: ReadonlyArray<Problem> }, at: PageAt): string =>
+  atPage(linkParams(params, request), at)
 
 /** What a search needs besides the database: the catalog, `[base]` for fullUrls and links, the query. */
 export interface SearchContext {
@@ -52,14 +59,23 @@ export interface SearchContext {
   readonly condition?: Statement.Fragment
   /** The path under `[base]` that page links repeat: the type searched by default, e.g. `Patient/1/Observation`. */
   readonly path?: string
+  /** `server.max_page_bytes`: the most bytes of resources one page holds (`defaultMaxPageBytes` when left out). */
+  readonly maxPageBytes?: number
 }
 
-/** A row of a search page: the resource's key and its current content. */
-export interface PageRow {
+/** `server.max_page_bytes` by default: the request body limit's 16 MiB, so that any resource written can be read back alone. */
+export const defaultMaxPageBytes = 16_777_216
+
+/**
+ * A row of a search page: the resource's key, its `_sort` values (`s0`, `s1`, ...), the size of its current
+ * content, and whether the page holds it (src/search/plan/page.ts), with its content then.
+ */
+export interface PageRow extends BoundedColumns {
   readonly rkey: number | string
   readonly type: string
   readonly id: string
-  readonly content: string
+  readonly size: number | string
+  readonly [sortValue: `s${number}`]: unknown
 }
 
 /**
@@ -68,7 +84,7 @@ export interface PageRow {
  * fast search of src/rest/fastSearch.ts on its own connection), so that both answer alike.
  */
 export interface SearchsetPlan {
-  /** The page, one row more than `_count` (absent for `_summary=count`). */
+  /** The page: `_count` rows and one more, those of the page marked `kept` (absent for `_summary=count`). */
   readonly page: Statement.Statement<PageRow> | undefined
   /**
    * A page driven by a chain (`chainedPage`): the targets' ids are read first and, when there are some and not
@@ -82,15 +98,23 @@ export interface SearchsetPlan {
   readonly total: Statement.Statement<{ readonly n: number | string }> | undefined
   /** `_count`: the page's matches are its first rows. */
   readonly pageSize: number
+  /** `server.max_page_bytes`. */
+  readonly maxPageBytes: number
   readonly include: SearchRequest["result"]["include"]
   readonly revinclude: SearchRequest["result"]["revinclude"]
-  /** The Bundle's text from the page's rows, the total and the included resources. */
-  readonly finish: (rows: ReadonlyArray<PageRow>, total: number | undefined, included: ReadonlyArray<IncludedResource>) => string
+  /**
+   * The Bundle's text from the rows the page statement read, the total and the included resources; `keep`
+   * (what the included resources leave room for) makes the page its first `keep` matches.
+   */
+  readonly finish: (rows: ReadonlyArray<PageRow>, total: number | undefined, included: ReadonlyArray<IncludedResource>, keep?: number) => string
 }
 
 /** The page's statement once a chain's target ids are read (`SearchsetPlan.chained`): ordered ranges for a few targets, else `page`. */
 export const pageStatement = (plan: SearchsetPlan, ids: ReadonlyArray<string>): Statement.Statement<PageRow> | undefined =>
   plan.chained !== undefined && ids.length > 0 && ids.length <= maxChainTargets ? plan.chained.page(ids) : plan.page
+
+/** The rows of a page the statement read: those it keeps, in the order read. */
+export const keptRows = (rows: ReadonlyArray<PageRow>): ReadonlyArray<PageRow> => rows.filter(isKept)
 
 /** The plan of the searchset of `type?params` (or of `scope`) at `now`, or why the request is refused. */
 export const planSearchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: string | SearchScope, now: number): Either.Either<SearchsetPlan, FhirError> => {
@@ -110,37 +134,67 @@ export const planSearchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scop
 
   const count = query.result.count
   const offset = query.result.offset ?? 0
+  const maxPageBytes = ctx.maxPageBytes ?? defaultMaxPageBytes
+  const path = ctx.path ?? (typeof scope === "string" ? scope : "")
+  const links = linkParams(ctx.params, query)
+  const owner = cursorOwner(path, links)
+  const sortValues = scopeSortValues(sql, query)
+  // The page's order: the `_sort` values (columns s0, s1, ...), then the row key.
+  const keysOn = (alias: string): ReadonlyArray<OrderKey> => [
+    ...sortValues.map((value, i) => ({ column: sql.literal(`${alias}.s${i}`), descending: value.descending, nullable: value.nullable, text: value.text })),
+    { column: sql.literal(`${alias}.rkey`), descending: false, nullable: false, text: false }
+  ]
+  let cursor: Cursor | undefined
+  if (query.result.cursor !== undefined) {
+    if (query.result.offset !== undefined) return Either.left(fail("invalid", "_cursor and _offset cannot be used together: a cursor names where its page starts", 400))
+    const read = decodeCursor(query.result.cursor, owner, sortValues.length + 1)
+    if (typeof read === "string") return Either.left(fail("invalid", `The value of _cursor cannot be used: ${read}`, 400))
+    cursor = read
+  }
+  const backwards = cursor?.direction === "before"
+  const past = (alias: string) => (cursor === undefined ? [] : [pastCursor(sql, keysOn(alias), cursor)])
+  const direction = backwards ? sql`DESC` : sql`ASC`
+  const limit = sql`LIMIT ${limitOf(sql, count + 1)} OFFSET ${offset}`
+  const bounded = (rows: Statement.Fragment) => sql<PageRow>`${boundedPage(sql, rows, keysOn, count, maxPageBytes, backwards)}`
+
   const wantTotal = summary === "count" || query.result.total === "accurate" || query.result.total === "estimate"
   const where = scopeCondition(sql, query, now, ctx.condition)
   const ordered = orderedPage(sql, query, now, ctx.condition)
-  // The content as a subquery, read for the page's rows alone: Postgres joined it to every match before sorting.
-  const columns = sql`r.rkey, r.type, r.id, (SELECT v.content FROM resource_versions v WHERE v.rkey = r.rkey AND v.version = r.version) AS content`
-  const page = summary === "count" ? undefined : sql<PageRow>`${
-    ordered === undefined
-      ? sql`SELECT ${columns} FROM resources r WHERE ${where} ORDER BY ${scopeOrder(sql, query)}`
-      : sql`SELECT ${columns} FROM (${ordered.rows}) d JOIN resources r ON r.rkey = d.rkey WHERE ${ordered.where} GROUP BY d.rkey ORDER BY d.rkey`
-  } LIMIT ${limitOf(sql, count + 1)} OFFSET ${offset}`
+  const rows = sortValues.length > 0
+    ? sql`SELECT x.* FROM (SELECT r.rkey, r.type, r.id, r.version, ${
+      sql.join(", ", false)(sortValues.map((value, i) => sql`${value.value} AS ${sql.literal(`s${i}`)}`))
+    } FROM resources r WHERE ${where}) x${cursor === undefined ? sql`` : sql` WHERE ${sql.and(past("x"))}`} ORDER BY ${orderByKeys(sql, keysOn("x"), backwards)} ${limit}`
+    : ordered === undefined
+    ? sql`SELECT r.rkey, r.type, r.id, r.version FROM resources r WHERE ${sql.and([where, ...past("r")])} ORDER BY r.rkey ${direction} ${limit}`
+    : sql`SELECT r.rkey, r.type, r.id, r.version FROM (${ordered.rows}) d JOIN resources r ON r.rkey = d.rkey WHERE ${
+      sql.and([ordered.where, ...past("d")])
+    } GROUP BY d.rkey ORDER BY d.rkey ${direction} ${limit}`
+  const page = summary === "count" ? undefined : bounded(rows)
   const total = wantTotal ? sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where}` : undefined
   const chain = summary === "count" || ordered !== undefined ? undefined : chainedPage(sql, query, now, ctx.condition)
+  const after = cursor === undefined ? undefined : (rkey: Statement.Fragment) => pastCursor(sql, [{ column: rkey, descending: false, nullable: false, text: false }], cursor)
   const chained = chain === undefined ? undefined : {
     targets: sql<{ readonly id: string }>`${chain.targets}`,
     page: (ids: ReadonlyArray<string>) =>
-      sql<PageRow>`SELECT ${columns} FROM (${chain.rows(ids)}) d JOIN resources r ON r.rkey = d.rkey WHERE ${chain.where} ORDER BY d.rkey LIMIT ${
-        limitOf(sql, count + 1)
-      } OFFSET ${offset}`
+      bounded(sql`SELECT r.rkey, r.type, r.id, r.version FROM (${chain.rows(ids, after, backwards)}) d JOIN resources r ON r.rkey = d.rkey WHERE ${chain.where} ORDER BY d.rkey ${direction} ${limit}`)
   }
 
-  const finish = (rows: ReadonlyArray<PageRow>, total: number | undefined, included: ReadonlyArray<IncludedResource>): string => {
-    const matches = rows.slice(0, count)
-    const path = ctx.path ?? (typeof scope === "string" ? scope : "")
-    const link = (relation: string, at: number) => ({ relation, url: `${ctx.base}${path === "" ? "" : `/${path}`}?${pageParams(ctx.params, query, at)}` })
-    const links = [link("self", offset), link("first", 0)]
-    if (rows.length > count) links.push(link("next", offset + count))
-    if (offset > 0) links.push(link("previous", Math.max(0, offset - count)))
+  const finish = (rows: ReadonlyArray<PageRow>, total: number | undefined, included: ReadonlyArray<IncludedResource>, keep?: number): string => {
+    const read = keptRows(rows).slice(0, keep)
+    const matches = backwards ? [...read].reverse() : read
+    const pageLinks = linksOf({
+      at: query.result.cursor === undefined ? { offset } : { cursor: query.result.cursor },
+      backwards,
+      count,
+      rows: read,
+      more: rows.length > read.length,
+      keys: (row) => [...sortValues.map((_, i) => cursorValue(row[`s${i}`])), Number(row.rkey)],
+      owner
+    }).map(({ relation, at }) => ({ relation, url: `${ctx.base}${path === "" ? "" : `/${path}`}?${atPage(links, at)}` }))
     // Only the matches are shaped: included resources and the outcome entry stay whole.
     const entries = [
       ...matches.map((row) =>
-        `{"fullUrl":${JSON.stringify(`${ctx.base}/${row.type}/${row.id}`)},"resource":${shapeText(row.content, row.type, ctx.catalog, shape.right)},"search":{"mode":"match"}}`),
+        `{"fullUrl":${JSON.stringify(`${ctx.base}/${row.type}/${row.id}`)},"resource":${shapeText(row.content ?? "{}", row.type, ctx.catalog, shape.right)},"search":{"mode":"match"}}`),
       ...included.map((resource) =>
         `{"fullUrl":${JSON.stringify(`${ctx.base}/${resource.type}/${resource.id}`)},"resource":${resource.content},"search":{"mode":"include"}}`)
     ]
@@ -149,14 +203,13 @@ export const planSearchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scop
       ...(ctx.warnings ?? []).map((diagnostics) => ({ severity: "warning" as const, code: "informational" as const, diagnostics }))
     ]
     if (warnings.length > 0) entries.push(JSON.stringify({ resource: operationOutcome(warnings), search: { mode: "outcome" } }))
-    return bundleText({ type: "searchset", total, link: links }, entries, now)
+    return bundleText({ type: "searchset", total, link: pageLinks }, entries, now)
   }
-  return Either.right({ page, chained, total, pageSize: count, include: query.result.include, revinclude: query.result.revinclude, finish })
+  return Either.right({ page, chained, total, pageSize: count, maxPageBytes, include: query.result.include, revinclude: query.result.revinclude, finish })
 }
 
-/** The rows of a page that `_include`/`_revinclude` start from. */
-export const pageKeys = (rows: ReadonlyArray<PageRow>, count: number) =>
-  rows.slice(0, count).map((row) => ({ rkey: Number(row.rkey), type: row.type, id: row.id }))
+/** The rows of a page that `_include`/`_revinclude` start from: its matches, in the order read. */
+export const pageKeys = (rows: ReadonlyArray<PageRow>) => rows.map((row) => ({ rkey: Number(row.rkey), type: row.type, id: row.id }))
 
 /**
  * The searchset Bundle of `type?params` as JSON text, read with `sql`: a reader for `GET [base]/{type}`,
@@ -173,9 +226,8 @@ export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: s
         : Effect.flatMap(plan.chained.targets, (targets) => pageStatement(plan, targets.map((target) => target.id)) ?? Effect.succeed([])),
       plan.total === undefined ? Effect.succeed(undefined) : Effect.map(plan.total, (r) => Number(r[0]?.n ?? 0))
     ])
-    const included = yield* includedResources(sql, pageKeys(rows, plan.pageSize), plan.include, plan.revinclude)
-      .pipe(Effect.catchTag("TooManyIncluded", (error) => fail("too-costly", error.message, 400)))
-    return plan.finish(rows, total, included)
+    const { included, keep } = yield* pageIncludes(sql, plan, keptRows(rows))
+    return plan.finish(rows, total, included, keep)
   })
 
 /**
@@ -214,6 +266,7 @@ export const search = (
         params,
         lenient,
         warnings,
+        maxPageBytes: request.maxPageBytes,
         ...(options.condition === undefined ? {} : { condition: options.condition(sql) }),
         ...(options.path === undefined ? {} : { path: options.path })
       }, scope))

@@ -29,7 +29,15 @@ export const inTransaction = <A, E, R>(request: FhirRequest, command: (env: Comm
     return yield* writer.commit((commit: CommitContext) =>
       Effect.gen(function*() {
         const references = referenceCheck(settings.referencePolicy, request.base, request.catalog)
-        const env = { sql, catalog: request.catalog, updateAsCreate: settings.updateAsCreate, commit, base: request.base, references }
+        const env = {
+          sql,
+          catalog: request.catalog,
+          updateAsCreate: settings.updateAsCreate,
+          commit,
+          base: request.base,
+          references,
+          maxPageBytes: request.maxPageBytes
+        }
         const value = yield* runCommand(env, command)
         const issues = yield* references.verify(sql)
         if (issues.length > 0) return yield* invalidReferences(issues)

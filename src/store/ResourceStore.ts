@@ -7,7 +7,8 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import { rowsPerStatement, type WriteBatch } from "./WriteBatch.ts"
 
-export type Operation = "create" | "update" | "delete"
+/** How a version came to be: what history shows as its `request.method` (POST, PUT, PATCH, DELETE). */
+export type Operation = "create" | "update" | "patch" | "delete"
 
 export interface StoredVersion {
   readonly rkey: number
@@ -40,11 +41,18 @@ export const withServerMeta = (
 
 /**
  * Writes a new version of `type/id` (creating the resource when it is new). Runs inside the
- * Writer's transaction, which gives `commitTs`. With a `batch`, the version row joins it.
+ * Writer's transaction, which gives `commitTs`. With a `batch`, the version row joins it. `patched`
+ * records the version as a patch of the last rather than an update.
  */
 export const putVersion = (
   sql: SqlClient.SqlClient,
-  input: { readonly type: string; readonly id: string; readonly resource: Record<string, unknown>; readonly commitTs: number },
+  input: {
+    readonly type: string
+    readonly id: string
+    readonly resource: Record<string, unknown>
+    readonly commitTs: number
+    readonly patched?: boolean
+  },
   batch?: WriteBatch
 ): Effect.Effect<StoredVersion, SqlError> =>
   Effect.gen(function*() {
@@ -59,7 +67,7 @@ export const putVersion = (
     const row = rows[0]!
     const resource = withServerMeta(input.resource, input.id, row.version, input.commitTs)
     const content = JSON.stringify(resource)
-    const op: Operation = row.version === 1 ? "create" : "update"
+    const op: Operation = row.version === 1 ? "create" : input.patched === true ? "patch" : "update"
     if (batch === undefined) {
       yield* sql`
         INSERT INTO resource_versions (rkey, version, commit_ts, op, content)

@@ -2,6 +2,9 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
+import { type Cursor, type OrderKey, orderByKeys, pastCursor } from "../search/plan/cursor.ts"
+import { boundedPage, type BoundedColumns, isKept } from "../search/plan/page.ts"
+import { limitOf } from "../search/plan/query.ts"
 import type { Operation } from "./ResourceStore.ts"
 
 export interface VersionRow {
@@ -28,7 +31,7 @@ const toVersion = (row: RawVersion): VersionRow => ({
   id: row.id,
   version: Number(row.version),
   commitTs: Number(row.commit_ts),
-  op: row.op === "delete" ? "delete" : row.op === "create" ? "create" : "update",
+  op: row.op === "delete" || row.op === "create" || row.op === "patch" ? row.op : "update",
   content: row.content
 })
 
@@ -71,9 +74,15 @@ export interface HistoryQuery {
   readonly currentDuring?: { readonly from: number; readonly to: number } | undefined
   readonly count: number
   readonly offset: number
+  /** Where the page starts instead of `offset`: after (or, read backwards, before) the version it names. */
+  readonly cursor?: Cursor | undefined
+  /** The most bytes of versions the page holds (the first always). */
+  readonly maxBytes: number
 }
 
-const conditionsOf = (sql: SqlClient.SqlClient, query: Omit<HistoryQuery, "count" | "offset">) => {
+type Paging = "count" | "offset" | "cursor" | "maxBytes"
+
+const conditionsOf = (sql: SqlClient.SqlClient, query: Omit<HistoryQuery, Paging>) => {
   const conditions = [sql`v.commit_ts <= ${query.until}`]
   if (query.since !== undefined) conditions.push(sql`v.commit_ts >= ${query.since}`)
   if (query.type !== undefined) conditions.push(sql`r.type = ${query.type}`)
@@ -88,20 +97,37 @@ const conditionsOf = (sql: SqlClient.SqlClient, query: Omit<HistoryQuery, "count
   return sql.and(conditions)
 }
 
-/** Versions newest first (commit order, then resource, then version), a page at a time. */
-export const history = (sql: SqlClient.SqlClient, query: HistoryQuery) =>
-  Effect.map(
-    sql<RawVersion>`
-      SELECT r.type, r.id, v.version, v.commit_ts, v.op, v.content
-      FROM resource_versions v JOIN resources r ON r.rkey = v.rkey
-      WHERE ${conditionsOf(sql, query)}
-      ORDER BY v.commit_ts DESC, v.rkey DESC, v.version DESC
-      LIMIT ${query.count} OFFSET ${query.offset}`,
-    (rows) => rows.map(toVersion)
+export interface HistoryRow extends VersionRow {
+  readonly rkey: number
+}
+
+/**
+ * Versions newest first (commit order, then resource, then version), a page at a time: `count` at most,
+ * within `maxBytes`, from `offset` or from the cursor. `more` says whether versions follow the page in the
+ * direction it was read (a cursor `before` reads it backwards, from its end: `rows` are in that order).
+ */
+export const history = (sql: SqlClient.SqlClient, query: HistoryQuery) => {
+  // Newest first: commit time, then row key, then version; what the history's cursors hold.
+  const keys = (alias: string): ReadonlyArray<OrderKey> =>
+    ["commit_ts", "rkey", "version"].map((column) => ({ column: sql.literal(`${alias}.${column}`), descending: true, nullable: false, text: false }))
+  const backwards = query.cursor?.direction === "before"
+  const where = sql.and([conditionsOf(sql, query), ...(query.cursor === undefined ? [] : [pastCursor(sql, keys("v"), query.cursor)])])
+  const rows = sql`SELECT r.type, r.id, v.rkey, v.version, v.commit_ts, v.op
+    FROM resource_versions v JOIN resources r ON r.rkey = v.rkey
+    WHERE ${where}
+    ORDER BY ${orderByKeys(sql, keys("v"), backwards)}
+    LIMIT ${limitOf(sql, query.count + 1)} OFFSET ${query.offset}`
+  return Effect.map(
+    sql<RawVersion & BoundedColumns & { readonly rkey: number | string }>`${boundedPage(sql, rows, keys, query.count, query.maxBytes, backwards)}`,
+    (read) => {
+      const kept = read.filter(isKept)
+      return { rows: kept.map((row): HistoryRow => ({ ...toVersion(row), rkey: Number(row.rkey) })), more: read.length > kept.length }
+    }
   )
+}
 
 /** How many versions `history` would page through. */
-export const historyTotal = (sql: SqlClient.SqlClient, query: Omit<HistoryQuery, "count" | "offset">) =>
+export const historyTotal = (sql: SqlClient.SqlClient, query: Omit<HistoryQuery, Paging>) =>
   Effect.map(
     sql<{ readonly n: number | string }>`
       SELECT count(*) AS n FROM resource_versions v JOIN resources r ON r.rkey = v.rkey WHERE ${conditionsOf(sql, query)}`,

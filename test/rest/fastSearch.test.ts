@@ -69,6 +69,15 @@ for (const backend of backends) {
             `Patient?family=fastsearch&_format=json`,
             `Patient?family=nobody-at-all`
           ]
+          // Pages reached by cursors: next and previous links, in row-key order and sorted.
+          const linked = (bundle: any, relation: string): string => {
+            const url: string = bundle.link.find((link: any) => link.relation === relation).url
+            return url.slice(url.indexOf("/Patient?") + 1)
+          }
+          for (const first of [`Patient?family=fastsearch&_count=1`, `Patient?family=fastsearch&_count=1&_sort=-gender,_id`]) {
+            const next = linked((yield* call("GET", `${base}/${first}`)).json, "next")
+            searches.push(next, linked((yield* call("GET", `${base}/${next}`)).json, "previous"))
+          }
           const before = yield* fastSearches(url)
           for (const [i, search] of searches.entries()) {
             const fast = yield* raw(`${base}/${search}`, { "x-request-id": `fast-${i}` })
@@ -116,6 +125,8 @@ for (const backend of backends) {
           expect(included.status).toBe(200)
           const unknownType = yield* raw(`${base}/Unicorn?name=x`)
           expect(unknownType.status).toBe(404)
+          const changed = yield* raw(`${base}/Patient?family=fastsearch&_cursor=AQ.x`)
+          expect([changed.status, JSON.parse(changed.body).issue[0].diagnostics]).toEqual([400, "The value of _cursor cannot be used: it was changed, or made for another search: follow the links of the search's own pages"])
           expect(yield* fastSearches(url)).toEqual(before)
         }))
     })

@@ -43,6 +43,9 @@ const statusTexts: Record<number, string> = {
 
 export const statusLine = (status: number): string => `${status} ${statusTexts[status] ?? ""}`.trim()
 
+/** The page bound of a search inside a Bundle, as the Bundle's request has it. */
+const pageBytes = (env: CommandEnv) => (env.maxPageBytes === undefined ? {} : { maxPageBytes: env.maxPageBytes })
+
 const notAvailable = (what: string) => fail("not-supported", `${what} is not available in this build yet`, 501)
 
 /** Whether an entry names its resource by a search: a conditional create, update, patch or delete. */
@@ -190,7 +193,7 @@ export const runEntry = (env: CommandEnv, entry: Entry, plan: Plan): Effect.Effe
         if (target._tag === "type") {
           // A search, never lenient in a Bundle (spec: Search rules 6); it sees the Bundle's own writes.
           const params = new URLSearchParams(entry.query ?? "")
-          const text = yield* searchset(env.sql, { catalog: env.catalog, base: env.base, params, lenient: false }, target.type)
+          const text = yield* searchset(env.sql, { catalog: env.catalog, base: env.base, params, lenient: false, ...pageBytes(env) }, target.type)
           return { status: 200, resource: text }
         }
         if (target._tag === "system" || target._tag === "compartment") {
@@ -198,7 +201,7 @@ export const runEntry = (env: CommandEnv, entry: Entry, plan: Plan): Effect.Effe
           const resolved = target._tag === "system"
             ? { scope: { types: undefined, typeParameter: true }, condition: undefined, path: "" }
             : yield* resolveCompartment(env.catalog, target.compartment, target.id, target.type)
-          const context = { catalog: env.catalog, base: env.base, params, lenient: false, path: resolved.path }
+          const context = { catalog: env.catalog, base: env.base, params, lenient: false, path: resolved.path, ...pageBytes(env) }
           const text = yield* searchset(env.sql, resolved.condition === undefined ? context : { ...context, condition: resolved.condition(env.sql) }, resolved.scope)
           return { status: 200, resource: text }
         }

@@ -186,6 +186,8 @@ export interface ResultParams {
   /** Default 20; more than 1000 is read as 1000. */
   readonly count: number
   readonly offset?: number
+  /** `_cursor` as written: where a page of a `next` or `previous` link starts (src/search/plan/cursor.ts). */
+  readonly cursor?: string
   readonly total?: Total
   readonly summary?: Summary
   readonly elements?: ReadonlyArray<string>

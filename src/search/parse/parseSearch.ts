@@ -8,7 +8,8 @@ import { Either } from "effect"
 import type { Catalog } from "../../catalog/Catalog.ts"
 import { isEmpty, isProblems, lookupParameter, readCriterion } from "./criterion.ts"
 import { readFilter } from "../filter/read.ts"
-import { unknownModifier, unknownType } from "./problems.ts"
+import { splitUnescaped } from "./escape.ts"
+import { maxParameters, maxSearchAlternatives, tooManyParameters, tooManySearchAlternatives, unknownModifier, unknownType } from "./problems.ts"
 import { emptyResult, readResult, resultCodes } from "./result.ts"
 import type { ChainClause, Clause, FilterExpr, HasClause, Parameter, Problem, SearchRequest } from "./SearchRequest.ts"
 
@@ -34,6 +35,14 @@ export const parseSearch = (
   options: ParseOptions
 ): Either.Either<SearchRequest, ReadonlyArray<Problem>> => {
   if (!catalog.isResourceType(type)) return Either.left([unknownType(type)])
+  const entries = entriesOf(query).filter(([key, value]) => value !== "" && !formatCodes.has(key))
+  // Each parameter is a condition of the one statement a page is: bounded, so that a long query is a 400, not a statement the database refuses.
+  if (entries.length > maxParameters) return Either.left([tooManyParameters(entries.length)])
+  const alternatives = entries.reduce((sum, [key, value]) => {
+    const code = key.split(":")[0]!
+    return resultCodes.has(code) || code === "_filter" ? sum : sum + splitUnescaped(value, ",").length
+  }, 0)
+  if (alternatives > maxSearchAlternatives) return Either.left([tooManySearchAlternatives(alternatives)])
   const lookup = (code: string): Parameter | undefined => lookupParameter(catalog, type, code)
 
   const clauses: Array<Clause> = []
@@ -47,9 +56,8 @@ export const parseSearch = (
     for (const problem of problems) (options.lenient && problem.canSetAside ? ignored : refused).push(problem)
   }
 
-  for (const [key, value] of entriesOf(query)) {
-    // R4: a parameter with an empty value is ignored.
-    if (value === "" || formatCodes.has(key)) continue
+  // R4: a parameter with an empty value is ignored.
+  for (const [key, value] of entries) {
     const colon = key.indexOf(":")
     const code = colon < 0 ? key : key.slice(0, colon)
     const modifierText = colon < 0 ? undefined : key.slice(colon + 1)
@@ -84,6 +92,7 @@ export const parseSearch = (
       include: result.include,
       revinclude: result.revinclude,
       ...(result.offset === undefined ? {} : { offset: result.offset }),
+      ...(result.cursor === undefined ? {} : { cursor: result.cursor }),
       ...(result.total === undefined ? {} : { total: result.total }),
       ...(result.summary === undefined ? {} : { summary: result.summary }),
       ...(result.elements === undefined ? {} : { elements: result.elements })

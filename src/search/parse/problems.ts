@@ -2,6 +2,10 @@
 import type { Problem } from "./SearchRequest.ts"
 
 export const maxAlternatives = 1000
+/** The most parameters one search reads (each occurrence of a repeated one counts; `_format`, `_pretty` and empty values do not). */
+export const maxParameters = 100
+/** The most comma-separated alternatives all the parameters of one search list together. */
+export const maxSearchAlternatives = 5000
 
 export const unreadable = (parameter: string, value: string, expected: string): Problem => ({
   parameter,
@@ -47,6 +51,24 @@ export const tooManyAlternatives = (parameter: string, count: number): Problem =
   message: `Search parameter '${parameter}' lists ${count} alternatives; at most ${maxAlternatives} are allowed`,
   status: 400,
   canSetAside: true
+})
+
+export const tooManyParameters = (count: number): Problem => ({
+  parameter: "(query)",
+  value: `(${count} parameters)`,
+  expected: `at most ${maxParameters} parameters`,
+  message: `The search has ${count} parameters; at most ${maxParameters} are allowed`,
+  status: 400,
+  canSetAside: false
+})
+
+export const tooManySearchAlternatives = (count: number): Problem => ({
+  parameter: "(query)",
+  value: `(${count} alternatives)`,
+  expected: `at most ${maxSearchAlternatives} alternatives in all`,
+  message: `The search's parameters list ${count} comma-separated alternatives in all; at most ${maxSearchAlternatives} are allowed`,
+  status: 400,
+  canSetAside: false
 })
 
 export const bareIdForAnyTarget = (parameter: string, value: string): Problem => ({

@@ -9,15 +9,33 @@ import { type Include, isCommonCode, type Parameter, type Problem, type SortKey 
 
 export const defaultCount = 20
 export const maxCount = 1000
+/** The largest `_offset` read: past it a client follows the `next` links, whose cursors cost the same at any depth. */
+export const maxOffset = 1_000_000
 
 export const resultCodes: ReadonlySet<string> = new Set([
-  "_sort", "_count", "_offset", "_total", "_summary", "_elements", "_include", "_revinclude"
+  "_sort", "_count", "_offset", "_cursor", "_total", "_summary", "_elements", "_include", "_revinclude"
 ])
+
+const digits = /^\d+$/
+
+/** `_count` as read everywhere: a non-negative integer, more than `maxCount` read as `maxCount`; undefined when unreadable. */
+export const readCount = (value: string): number | undefined => (digits.test(value) ? Math.min(Number(value), maxCount) : undefined)
+
+/** `_offset` as read everywhere: a non-negative integer up to `maxOffset`; undefined when it is not. */
+export const readOffset = (value: string): number | undefined => {
+  if (!digits.test(value)) return undefined
+  const offset = Number(value)
+  return offset <= maxOffset ? offset : undefined
+}
+
+export const offsetExpected = `a non-negative integer, at most ${maxOffset} (to page further, follow the next links)`
+export const countExpected = "a non-negative integer"
 
 export interface ResultState {
   sort: ReadonlyArray<SortKey>
   count: number
   offset: number | undefined
+  cursor: string | undefined
   total: "none" | "estimate" | "accurate" | undefined
   summary: "true" | "text" | "data" | "count" | "false" | undefined
   elements: ReadonlyArray<string> | undefined
@@ -29,6 +47,7 @@ export const emptyResult = (): ResultState => ({
   sort: [],
   count: defaultCount,
   offset: undefined,
+  cursor: undefined,
   total: undefined,
   summary: undefined,
   elements: undefined,
@@ -36,7 +55,6 @@ export const emptyResult = (): ResultState => ({
   revinclude: []
 })
 
-const nonNegative = /^\d{1,15}$/
 const elementName = /^[A-Za-z][A-Za-z0-9_]*(?:\[x\])?$/
 
 /** Applies one result parameter to `state`, or returns the problem. `lookup` finds a parameter of the searched type. */
@@ -55,13 +73,22 @@ export const readResult = (
     return unknownModifier(key, value, modifier, isInclude ? ["iterate"] : [])
   }
   switch (code) {
-    case "_count":
-    case "_offset": {
-      if (!nonNegative.test(value)) return unreadable(key, value, "a non-negative integer")
-      if (code === "_count") state.count = Math.min(Number(value), maxCount)
-      else state.offset = Number(value)
+    case "_count": {
+      const count = readCount(value)
+      if (count === undefined) return unreadable(key, value, countExpected)
+      state.count = count
       return undefined
     }
+    case "_offset": {
+      const offset = readOffset(value)
+      if (offset === undefined) return unreadable(key, value, offsetExpected)
+      state.offset = offset
+      return undefined
+    }
+    case "_cursor":
+      // Read against the search's order by the planner (src/search/plan/cursor.ts), which knows it.
+      state.cursor = value
+      return undefined
     case "_total":
       if (value !== "none" && value !== "estimate" && value !== "accurate") return unreadable(key, value, "none, estimate or accurate")
       state.total = value

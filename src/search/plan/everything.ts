@@ -9,6 +9,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
 import type { Catalog } from "../../catalog/Catalog.ts"
 import { MAX_TIME, MIN_TIME } from "../extract/IndexRow.ts"
+import { boundedPage } from "./page.ts"
 import { limitOf } from "./query.ts"
 
 type Fragment = Statement.Fragment
@@ -112,21 +113,27 @@ export interface EverythingRow {
   /** Null on the one row of a page past the end of the set, which only carries `total` (and so is the rest). */
   readonly type: string | null
   readonly id: string
-  readonly content: string
+  /** Whether the page holds the row (its content fits the page's bytes, src/search/plan/page.ts); the row after the page is read too, unkept. */
+  readonly kept: number | string | boolean
+  readonly content: string | null
   /** 1 for a compartment member (the focal resource included), 0 for a resource only referred to. */
   readonly member: number | string | boolean
 }
 
 /**
  * One page of the set, in row-key order, each row with the size of the whole set: one statement, so that
- * the set is gathered once (a page past the end is one row with the total alone).
+ * the set is gathered once (a page past the end is one row with the total alone). Of `count` rows and the one
+ * after them, those whose contents fit `maxBytes` are kept and read (the first always).
  */
-export const everythingPage = (sql: SqlClient.SqlClient, catalog: Catalog, query: EverythingQuery, limit: number, offset: number) =>
-  sql<EverythingRow>`${withSet(sql, catalog, query)}
-    SELECT n.total, e.type, e.id, e.content, e.member
+export const everythingPage = (sql: SqlClient.SqlClient, catalog: Catalog, query: EverythingQuery, count: number, offset: number, maxBytes: number) => {
+  const rows = sql`SELECT r.rkey, r.type, r.id, r.version
+    FROM (SELECT rkey FROM everything_matched ORDER BY rkey LIMIT ${limitOf(sql, count + 1)} OFFSET ${offset}) p JOIN resources r ON r.rkey = p.rkey`
+  const keys = (alias: string) => [{ column: sql.literal(`${alias}.rkey`), descending: false, nullable: false, text: false }]
+  return sql<EverythingRow>`${withSet(sql, catalog, query)}
+    SELECT n.total, e.type, e.id, e.kept, e.content, e.member
     FROM (SELECT count(*) AS total FROM everything_matched) n LEFT JOIN (
-      SELECT r.rkey, r.type, r.id, v.content, CASE WHEN r.rkey IN (SELECT rkey FROM everything_members) THEN 1 ELSE 0 END AS member
-      FROM (SELECT rkey FROM everything_matched ORDER BY rkey LIMIT ${limitOf(sql, limit)} OFFSET ${offset}) p
-      JOIN resources r ON r.rkey = p.rkey JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
+      SELECT b.*, CASE WHEN b.rkey IN (SELECT rkey FROM everything_members) THEN 1 ELSE 0 END AS member
+      FROM (${boundedPage(sql, rows, keys, count, maxBytes)}) b
     ) e ON 1 = 1
-    ORDER BY e.rkey`
+    ORDER BY e.n`
+}

@@ -2,7 +2,7 @@
  * `_include` and `_revinclude` (https://hl7.org/fhir/R4/search.html#include and the spec's Search rules 7-9):
  * the resources a page's matches refer to, and those that refer to them, read from the reference index
  * (`search_reference`), never from the JSON. Each rule is one statement per round (per chunk of row keys);
- * the contents are read once at the end, for the resources kept.
+ * the sizes are read at the end, and the contents once the page knows which of them it has room for.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
@@ -28,6 +28,11 @@ export interface ResourceKey {
   readonly rkey: number
   readonly type: string
   readonly id: string
+}
+
+/** A resource an include adds, with the size of its current content in bytes. */
+export interface IncludedKey extends ResourceKey {
+  readonly size: number
 }
 
 export interface IncludedResource extends ResourceKey {
@@ -105,6 +110,16 @@ export const includedResources = (
   revinclude: ReadonlyArray<Include>,
   options: IncludeOptions = {}
 ): Effect.Effect<ReadonlyArray<IncludedResource>, TooManyIncluded | SqlError> =>
+  Effect.flatMap(includedKeys(sql, matches, include, revinclude, options), (keys) => includedContents(sql, keys))
+
+/** What `includedResources` adds, without the contents: each resource's key and size. */
+export const includedKeys = (
+  sql: SqlClient.SqlClient,
+  matches: ReadonlyArray<ResourceKey>,
+  include: ReadonlyArray<Include>,
+  revinclude: ReadonlyArray<Include>,
+  options: IncludeOptions = {}
+): Effect.Effect<ReadonlyArray<IncludedKey>, TooManyIncluded | SqlError> =>
   Effect.gen(function*() {
     const rules: Array<Rule> = [
       ...include.map((rule) => ({ direction: "include" as const, include: rule })),
@@ -138,11 +153,27 @@ export const includedResources = (
     while (iterate.length > 0 && frontier.length > 0) {
       frontier = yield* keepIterated(yield* reach(sql, iterate, frontier, restrict))
     }
-    return yield* contents(sql, added)
+    return yield* sizes(sql, added)
   })
 
+/** `keys` with the sizes of their current contents (`octet_length` reads no text), in their order; one deleted meanwhile is left out. */
+const sizes = (sql: SqlClient.SqlClient, keys: ReadonlyArray<ResourceKey>) =>
+  Effect.map(
+    Effect.forEach(chunks(keys.map((key) => key.rkey)), (rkeys) =>
+      sql<{ readonly rkey: number | string; readonly size: number | string }>`
+        SELECT r.rkey, octet_length(v.content) AS size FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
+        WHERE ${sql.in("r.rkey", rkeys)} AND NOT r.deleted`),
+    (results) => {
+      const byKey = new Map(results.flat().map((row) => [Number(row.rkey), row.size]))
+      return keys.flatMap((key): Array<IncludedKey> => {
+        const size = byKey.get(key.rkey)
+        return size === undefined || size === null ? [] : [{ ...key, size: Number(size) }]
+      })
+    }
+  )
+
 /** The current contents of `keys`, in their order; one deleted meanwhile is left out. */
-const contents = (sql: SqlClient.SqlClient, keys: ReadonlyArray<ResourceKey>) =>
+export const includedContents = (sql: SqlClient.SqlClient, keys: ReadonlyArray<ResourceKey>) =>
   Effect.map(
     Effect.forEach(chunks(keys.map((key) => key.rkey)), (rkeys) =>
       sql<{ readonly rkey: number | string; readonly content: string | null }>`
@@ -152,7 +183,7 @@ const contents = (sql: SqlClient.SqlClient, keys: ReadonlyArray<ResourceKey>) =>
       const byKey = new Map(results.flat().map((row) => [Number(row.rkey), row.content]))
       return keys.flatMap((key): Array<IncludedResource> => {
         const content = byKey.get(key.rkey)
-        return content === undefined || content === null ? [] : [{ ...key, content }]
+        return content === undefined || content === null ? [] : [{ rkey: key.rkey, type: key.type, id: key.id, content }]
       })
     }
   )

@@ -1,6 +1,6 @@
 /**
- * A parsed search as SQL: the WHERE condition and ORDER BY of one resource type's search, and the
- * matches of a conditional interaction. One statement per page; nothing is filtered in memory.
+ * A parsed search as SQL: the WHERE condition of one resource type's search (its order is sort.ts and
+ * cursor.ts), and the matches of a conditional interaction. One statement per page; nothing is filtered in memory.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
@@ -8,7 +8,6 @@ import { Clock, Effect } from "effect"
 import { type Criterion, parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
 import { clauseCondition, narrowsToType, selectivity } from "./conditions.ts"
 import { filteredCondition } from "./filter.ts"
-import { sortKey } from "./sort.ts"
 
 /**
  * The condition on `r` (the resources table) for current resources of `type` that meet every criterion.
@@ -75,10 +74,6 @@ export const criterionCondition = (sql: SqlClient.SqlClient, type: string, crite
 /** The condition on `r` for the current, undeleted resources the request matches; `driver` as in criteriaCondition. */
 export const whereCondition = (sql: SqlClient.SqlClient, request: SearchRequest, now: number, driver?: Statement.Fragment): Statement.Fragment =>
   filteredCondition(sql, request.type, [...request.clauses, ...request.links], request.filters, now, [], driver)
-
-/** `_sort` as ORDER BY (see sort.ts), always ending in the row key so that pages are stable. */
-export const orderBy = (sql: SqlClient.SqlClient, request: SearchRequest): Statement.Fragment =>
-  sql.join(", ", false)([...request.result.sort.map((key) => sortKey(sql, request.type, key)), sql`r.rkey ASC`])
 
 /**
  * A row limit written into the statement's text rather than bound: SQLite reads a bound LIMIT while planning,

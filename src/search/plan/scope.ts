@@ -12,8 +12,8 @@ import type { Statement } from "@effect/sql"
 import type { ScopedSearch } from "../parse/parseScope.ts"
 import { type Clause, isCommonCode, parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
 import { clauseCondition, orderedLookup } from "./conditions.ts"
-import { chainTarget, limitOf, orderBy, pickDriver, whereCondition } from "./query.ts"
-import { sortKey } from "./sort.ts"
+import { chainTarget, limitOf, pickDriver, whereCondition } from "./query.ts"
+import { type SortValue, sortValue } from "./sort.ts"
 
 type Fragment = Statement.Fragment
 
@@ -51,11 +51,11 @@ export const scopeCondition = (sql: SqlClient.SqlClient, search: ScopedSearch, n
   return sql.and([condition, sql.or(requests.map((request) => whereCondition(sql, request, now, sql`r.type = ${request.type}`)))])
 }
 
-/** `_sort` as ORDER BY, ending in the row key so that pages are stable. */
-export const scopeOrder = (sql: SqlClient.SqlClient, search: ScopedSearch): Fragment => {
+/** The values `_sort` orders the search by, key by key (the row key, which ends every order, aside). */
+export const scopeSortValues = (sql: SqlClient.SqlClient, search: ScopedSearch): ReadonlyArray<SortValue> => {
   const [first] = search.requests
-  if (search.types?.length === 1 && first !== undefined) return orderBy(sql, first)
-  return sql.join(", ", false)([...search.result.sort.map((key) => sortKey(sql, undefined, key)), sql`r.rkey ASC`])
+  const type = search.types?.length === 1 && first !== undefined ? first.type : undefined
+  return search.result.sort.map((key) => sortValue(sql, type, key))
 }
 
 /** The one request of a one-type search without a given condition, `_sort` or `_filter`: what a page read in row-key order from its driver needs. */
@@ -111,7 +111,12 @@ export const chainedPage = (
   search: ScopedSearch,
   now: number,
   condition?: Fragment
-): { readonly targets: Fragment; readonly rows: (ids: ReadonlyArray<string>) => Fragment; readonly where: Fragment } | undefined => {
+): {
+  readonly targets: Fragment
+  /** The rows for the targets `ids`, those `after` allows (a cursor's condition on a row key column), in row-key order or `backwards`. */
+  readonly rows: (ids: ReadonlyArray<string>, after: ((rkey: Fragment) => Fragment) | undefined, backwards: boolean) => Fragment
+  readonly where: Fragment
+} | undefined => {
   const request = plainOneType(search, condition)
   if (request === undefined) return undefined
   const driver = pickDriver([...request.clauses, ...request.links])
@@ -127,18 +132,23 @@ export const chainedPage = (
   // running it), each target's first rows that meet the other criteria, at most as many as the pages up to
   // this one hold (LATERAL ... LIMIT), grouped to drop a resource found through two targets.
   const perTarget = (search.result.offset ?? 0) + search.result.count + 1
-  const rows = (ids: ReadonlyArray<string>) =>
-    sql.onDialectOrElse({
+  const rows = (ids: ReadonlyArray<string>, after: ((rkey: Fragment) => Fragment) | undefined, backwards: boolean) => {
+    const direction = backwards ? sql`DESC` : sql`ASC`
+    const bound = (rkey: Fragment) => (after === undefined ? [] : [after(rkey)])
+    return sql.onDialectOrElse({
       pg: () =>
         sql`SELECT x.rkey FROM json_array_elements_text(${JSON.stringify(ids)}::json) AS t(id) CROSS JOIN LATERAL (
           SELECT i.rkey FROM search_reference i JOIN resources r ON r.rkey = i.rkey
-          WHERE i.type = ${type} AND i.param = ${param} AND i.target_id = t.id AND i.target_type = ${targetType} AND ${where}
-          ORDER BY i.rkey LIMIT ${limitOf(sql, perTarget)}) x GROUP BY x.rkey`,
+          WHERE ${sql.and([sql`i.type = ${type} AND i.param = ${param} AND i.target_id = t.id AND i.target_type = ${targetType}`, ...bound(sql`i.rkey`), where])}
+          ORDER BY i.rkey ${direction} LIMIT ${limitOf(sql, perTarget)}) x GROUP BY x.rkey`,
       orElse: () =>
         sql`${
           sql.join(" UNION ", false)(ids.map((id) =>
-            sql`SELECT rkey FROM search_reference WHERE type = ${type} AND param = ${param} AND target_id = ${id} AND target_type = ${targetType}`))
-        } ORDER BY rkey`
+            sql`SELECT rkey FROM search_reference WHERE ${
+              sql.and([sql`type = ${type} AND param = ${param} AND target_id = ${id} AND target_type = ${targetType}`, ...bound(sql`rkey`)])
+            }`))
+        } ORDER BY rkey ${direction}`
     })
+  }
   return { targets, rows, where }
 }

@@ -1,5 +1,6 @@
 /**
- * `_sort` (https://hl7.org/fhir/R4/search.html#sort) as ORDER BY keys over the index tables of migration 0003.
+ * `_sort` (https://hl7.org/fhir/R4/search.html#sort) as the values a page is ordered by, read from the index
+ * tables of migration 0003 (the page's ORDER BY and its cursors are cursor.ts).
  *
  * A resource can have several values for a parameter: ascending it sorts by its smallest (the earliest
  * start of a date), descending by its largest (the latest end of a date). A resource with no value sorts
@@ -54,14 +55,24 @@ const columns = (sql: SqlClient.SqlClient, key: SortKey): { readonly table: stri
   }
 }
 
-/** One ORDER BY key on `r` (the resources table), missing values last; `type` undefined in a search across types. */
-export const sortKey = (sql: SqlClient.SqlClient, type: string | undefined, key: SortKey): Fragment => {
-  const direction = key.direction === "desc" ? sql`DESC` : sql`ASC`
-  if (key.code === "_id") return sql`${text(sql, sql`r.id`)} ${direction}`
-  if (key.code === "_lastUpdated") return sql`r.commit_ts ${direction}`
+/** A `_sort` key's value for `r` (the resources table): NULL for a resource without one. */
+export interface SortValue {
+  readonly value: Fragment
+  readonly descending: boolean
+  readonly nullable: boolean
+  /** Compared byte by byte as text. */
+  readonly text: boolean
+}
+
+/** The value one key sorts `r` by; `type` undefined in a search across types. */
+export const sortValue = (sql: SqlClient.SqlClient, type: string | undefined, key: SortKey): SortValue => {
+  const descending = key.direction === "desc"
+  if (key.code === "_id") return { value: text(sql, sql`r.id`), descending, nullable: false, text: true }
+  if (key.code === "_lastUpdated") return { value: sql`r.commit_ts`, descending, nullable: false, text: false }
   const read = columns(sql, key)
-  if (read === undefined) return sql`r.rkey ASC`
-  const value = key.direction === "desc" ? sql`max(${read.high})` : sql`min(${read.low})`
+  if (read === undefined) return { value: sql`r.rkey`, descending: false, nullable: false, text: false }
+  const value = descending ? sql`max(${read.high})` : sql`min(${read.low})`
   const ofType = type === undefined ? sql`i.type = r.type` : sql`i.type = ${type}`
-  return sql`(SELECT ${value} FROM ${sql(read.table)} i WHERE i.rkey = r.rkey AND ${ofType} AND i.param = ${key.code}) ${direction} NULLS LAST`
+  const isText = read.table === "search_string" || read.table === "search_token" || read.table === "search_uri" || read.table === "search_reference"
+  return { value: sql`(SELECT ${value} FROM ${sql(read.table)} i WHERE i.rkey = r.rkey AND ${ofType} AND i.param = ${key.code})`, descending, nullable: true, text: isText }
 }

@@ -1,0 +1,64 @@
+/**
+ * `_include` and `_revinclude` within a page's byte bound (docs/search.md, "Paging"): the resources the page's
+ * matches bring count against `server.max_page_bytes` with the matches. When they do not fit, the page
+ * holds fewer matches (the most whose resources and included resources fit, found by halving), and its
+ * `next` link goes on from the last it holds. The contents of the included resources are read only once
+ * they fit. A single match whose included resources alone, all but the largest one, exceed the bound cannot
+ * be served within it: that is a 400 (too-costly).
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect } from "effect"
+import { type IncludedKey, type IncludedResource, includedContents, includedKeys } from "../search/plan/include.ts"
+import { fail, type FhirError } from "./FhirError.ts"
+import type { PageRow, SearchsetPlan } from "./search.ts"
+
+const keysOf = (rows: ReadonlyArray<PageRow>) => rows.map((row) => ({ rkey: Number(row.rkey), type: row.type, id: row.id }))
+
+const bytesOf = (sizes: ReadonlyArray<number>) => sizes.reduce((sum, size) => sum + size, 0)
+
+/**
+ * The included resources of the first matches of `rows` (the page's matches, in the order read), and how many
+ * matches the page keeps with them (undefined: all).
+ */
+export const pageIncludes = (
+  sql: SqlClient.SqlClient,
+  plan: Pick<SearchsetPlan, "include" | "revinclude" | "maxPageBytes">,
+  rows: ReadonlyArray<PageRow>
+): Effect.Effect<{ readonly included: ReadonlyArray<IncludedResource>; readonly keep: number | undefined }, FhirError | SqlError> =>
+  Effect.gen(function*() {
+    if (rows.length === 0 || (plan.include.length === 0 && plan.revinclude.length === 0)) return { included: [], keep: undefined }
+    const keysFor = (n: number) =>
+      includedKeys(sql, keysOf(rows.slice(0, n)), plan.include, plan.revinclude)
+        .pipe(Effect.catchTag("TooManyIncluded", (error) => fail("too-costly", error.message, 400)))
+    const sizes = (n: number, found: ReadonlyArray<IncludedKey>) => [...rows.slice(0, n).map((row) => Number(row.size)), ...found.map((key) => key.size)]
+    const fits = (n: number, found: ReadonlyArray<IncludedKey>) => bytesOf(sizes(n, found)) <= plan.maxPageBytes
+
+    let keep = rows.length
+    let found = yield* keysFor(keep)
+    if (!fits(keep, found)) {
+      // The most matches that fit with what they bring, between 1 and keep - 1.
+      let best: { readonly keep: number; readonly found: ReadonlyArray<IncludedKey> } | undefined
+      let [low, high] = [1, keep - 1]
+      while (low <= high) {
+        const middle = Math.floor((low + high) / 2)
+        const tried = yield* keysFor(middle)
+        if (fits(middle, tried)) {
+          best = { keep: middle, found: tried }
+          low = middle + 1
+        } else high = middle - 1
+      }
+      keep = best?.keep ?? 1
+      found = best?.found ?? (keep === rows.length ? found : yield* keysFor(1))
+      const all = sizes(keep, found)
+      if (best === undefined && bytesOf(all) - Math.max(...all) > plan.maxPageBytes) {
+        return yield* fail(
+          "too-costly",
+          `The resources _include and _revinclude add to the first match of this page come to ${bytesOf(all)} bytes, ` +
+            `more than a page holds (server.max_page_bytes, ${plan.maxPageBytes}): narrow the _include and _revinclude rules`,
+          400
+        )
+      }
+    }
+    return { included: yield* includedContents(sql, found), keep: keep === rows.length ? undefined : keep }
+  })
