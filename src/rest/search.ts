@@ -24,7 +24,7 @@ import { unsortable } from "../search/plan/sort.ts"
 import { bundleText } from "./bundleText.ts"
 import { fail, type FhirError } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
-import { resourceBody } from "./respond.ts"
+import { bundleBody } from "./bundleBody.ts"
 import { atPage, cursorOwner, type PageAt, pageLinks as linksOf } from "./paging.ts"
 import { pageIncludes } from "./pageIncludes.ts"
 import { shapeFor, shapeText } from "./shape.ts"
@@ -272,5 +272,5 @@ export const search = (
       }, scope))
     const headers: Record<string, string> = { vary: "Prefer" }
     if (lenient) headers["preference-applied"] = "handling=lenient"
-    return resourceBody(text, request.negotiated, request.catalog, { headers })
+    return yield* bundleBody(text, request.negotiated, request.catalog, { headers })
   })
