@@ -16,7 +16,7 @@ export const searchDocumentation = [
   "`_include:iterate` and `_revinclude:iterate` apply to the matches and to the resources already added until none is added; more than 1000 resources added that way to one page is a 400.",
   "A search parameter value that cannot be read is a 400 OperationOutcome naming the parameter, the value and what was expected; `Prefer: handling=lenient` sets it aside with a warning.",
   `Paging: _count defaults to 20 and is at most ${maxCount}; _offset is at most ${maxOffset}; next and previous links carry a _cursor, refused with a 400 when changed; ` +
-    "a page holds at most server.max_page_bytes of resources (16 MiB by default; a larger resource alone). " +
+    "a page holds at most server.max_page_bytes of resources (4 MiB by default; a larger resource alone). " +
     `One search takes at most ${maxParameters} parameters and ${maxSearchAlternatives} comma-separated alternatives in all. ` +
     "Request bodies are limited to server.max_body_bytes (16 MiB by default)."
 ].join("\n")
