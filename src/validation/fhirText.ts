@@ -8,10 +8,14 @@
 /** One character FHIR text may not hold. */
 export const forbiddenChar = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
 
-export const hasForbiddenChar = (text: string): boolean => forbiddenChar.test(text)
+/** A quick first look: any surrogate (a pair is fine, so `forbiddenChar` decides) or a forbidden character. */
+const suspectChar = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/
+
+export const hasForbiddenChar = (text: string): boolean => suspectChar.test(text) && forbiddenChar.test(text)
 
 /** `U+0000 at character 3` for the first forbidden character of `text`, or undefined when there is none. */
 export const forbiddenCharIn = (text: string): string | undefined => {
+  if (!suspectChar.test(text)) return undefined
   const found = forbiddenChar.exec(text)
   if (found === null) return undefined
   const code = found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")
