@@ -3,13 +3,11 @@
  * costs on the write path: each Synthea patient Bundle as a client would send it, parsed as a request body
  * is, then checked; the check's time next to JSON.parse's. `node --import tsx scripts/body-check-bench.ts`
  */
-import { readdirSync, readFileSync } from "node:fs"
-import { join } from "node:path"
 import { performance } from "node:perf_hooks"
 import { checkBody } from "../src/rest/bodyCheck.ts"
+import { loadSynthea } from "../test/support/synthea.ts"
 
-const folder = process.argv[2] ?? join(process.cwd(), "..", "shared", "data", "synthea")
-const texts = readdirSync(folder).filter((name) => name.endsWith(".json")).map((name) => readFileSync(join(folder, name), "utf8"))
+const texts = loadSynthea().map(({ text }) => text)
 const bytes = texts.reduce((sum, text) => sum + Buffer.byteLength(text), 0)
 const bodies = texts.map((text) => JSON.parse(text) as unknown)
 
