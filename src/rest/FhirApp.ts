@@ -23,6 +23,7 @@ import { processBundle } from "./bundle/Bundles.ts"
 import { basePath, baseUrl, RestSettings } from "./Rest.ts"
 import { bodyText as renderBody, errorResponse } from "./respond.ts"
 import { validateOperation } from "./validate.ts"
+import { forbiddenCharIn, forbiddenCharRule, paramsProblem, urlTextProblem } from "../validation/fhirText.ts"
 import { create, remove, removeWhere, update, updateWhere } from "./write.ts"
 
 const notImplemented = (what: string) => Effect.fail(fail("not-supported", `${what} is not available in this build yet`, 501))
@@ -52,10 +53,12 @@ const systemScope: SearchScope = { types: undefined, typeParameter: true }
 
 /** The form body and the URL's query together, as FHIR says of a POST `_search` (search.html#Introduction). */
 const postedParams = (request: FhirRequest) =>
-  Effect.map(bodyText(request.http, request.maxBodyBytes), (text) => {
+  Effect.flatMap(bodyText(request.http, request.maxBodyBytes), (text) => {
+    const problem = urlTextProblem(text) ?? paramsProblem(new URLSearchParams(text))
+    if (problem !== undefined) return Effect.fail(fail("invalid", `the search form cannot be read: ${problem}`))
     const params = new URLSearchParams(request.params)
     for (const [name, value] of new URLSearchParams(text)) params.append(name, value)
-    return params
+    return Effect.succeed(params)
   })
 
 const searchPosted = (request: FhirRequest, scope: string | SearchScope) =>
@@ -158,11 +161,23 @@ const isSearchPath = (catalog: Catalog, segments: ReadonlyArray<string>, method:
 }
 
 const decodeSegments = (path: string): ReadonlyArray<string> | FhirError => {
+  let segments: ReadonlyArray<string>
   try {
-    return path.split("/").filter((segment) => segment !== "").map(decodeURIComponent)
+    segments = path.split("/").filter((segment) => segment !== "").map(decodeURIComponent)
   } catch {
-    return fail("invalid", `the path ${path} is not correctly percent-encoded`)
+    return fail("invalid", `the path ${path} is not correctly percent-encoded UTF-8`)
   }
+  for (const segment of segments) {
+    const found = forbiddenCharIn(segment)
+    if (found !== undefined) return fail("invalid", `the path ${path} holds ${found}: ${forbiddenCharRule}`)
+  }
+  return segments
+}
+
+/** A 400 when the query's percent-encoding is not UTF-8 or a name or value holds a character FHIR text may not hold. */
+const queryProblem = (query: string, params: URLSearchParams): FhirError | undefined => {
+  const problem = urlTextProblem(query) ?? paramsProblem(params)
+  return problem === undefined ? undefined : fail("invalid", `the query cannot be read: ${problem}`)
 }
 
 /** The FHIR app; it answers every path under `/fhir`. */
@@ -205,6 +220,8 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
       if (negotiated instanceof FhirError) return errorResponse(negotiated, fallback, catalog)
       const segments = decodeSegments(path.slice(basePath.length))
       if (segments instanceof FhirError) return errorResponse(segments, negotiated, catalog)
+      const badQuery = queryProblem(queryAt === -1 ? "" : http.url.slice(queryAt + 1), params)
+      if (badQuery !== undefined) return errorResponse(badQuery, negotiated, catalog)
       const request: FhirRequest = {
         http,
         params,

@@ -3,6 +3,7 @@ import type { HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
+import { checkBody } from "./bodyCheck.ts"
 import { fail, type FhirError } from "./FhirError.ts"
 import { bodyFormat } from "./Format.ts"
 import { parseXml } from "./xmlBridge.ts"
@@ -83,5 +84,7 @@ export const readResource = (
     if (text.trim() === "") return yield* fail("required", "the request has no body; a resource is expected")
     const value = format === "xml" ? yield* parseXml(text, catalog) : yield* parseJson(text)
     if (!isObject(value)) return yield* fail("structure", "the body must be a JSON object holding a resource")
+    const refused = checkBody(value, "the resource")
+    if (refused !== undefined) return yield* refused
     return value
   })

@@ -9,6 +9,7 @@ import { everythingOperations } from "./everything.ts"
 import { referencedTypes, searchParamsOf, systemSearchParams } from "./capabilityParams.ts"
 import { maxCount, maxOffset } from "../search/parse/result.ts"
 import { maxParameters, maxSearchAlternatives } from "../search/parse/problems.ts"
+import { maxBodyDepth } from "./bodyCheck.ts"
 
 export const searchDocumentation = [
   "Search: a comma between the values of one parameter means OR, for ids and every parameter type; `\\,` is a literal comma; one value lists at most 1000 alternatives.",
@@ -18,7 +19,8 @@ export const searchDocumentation = [
   `Paging: _count defaults to 20 and is at most ${maxCount}; _offset is at most ${maxOffset}; next and previous links carry a _cursor, refused with a 400 when changed; ` +
     "a page holds at most server.max_page_bytes of resources (4 MiB by default; a larger resource alone). " +
     `One search takes at most ${maxParameters} parameters and ${maxSearchAlternatives} comma-separated alternatives in all. ` +
-    "Request bodies are limited to server.max_body_bytes (16 MiB by default)."
+    "Request bodies are limited to server.max_body_bytes (16 MiB by default).",
+  `A body nests at most ${maxBodyDepth} levels (JSON objects and arrays, XML elements). Text holding a control character other than TAB, CR and LF, U+FFFE, U+FFFF or an unpaired surrogate is refused with a 400, in a body, a URL or a query parameter, as are percent-encoded bytes that are not UTF-8.`
 ].join("\n")
 
 /**

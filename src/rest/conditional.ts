@@ -14,6 +14,7 @@ import { resultCodes } from "../search/parse/result.ts"
 import type { SearchRequest } from "../search/parse/SearchRequest.ts"
 import { findMatches, type Match } from "../search/plan/query.ts"
 import { readCurrent, type VersionRow } from "../store/reads.ts"
+import { urlTextProblem } from "../validation/fhirText.ts"
 import { bodyMatches } from "./checks.ts"
 import {
   type CommandEnv,
@@ -51,6 +52,8 @@ export const readCondition = (
   if (prefix?.[1] !== undefined && prefix[1] !== type) {
     return fail("invalid", `the condition ${String(query)} of the ${interaction} names ${prefix[1]}, but the ${interaction} is on ${type}`)
   }
+  const unreadable = typeof query === "string" ? urlTextProblem(query) : undefined
+  if (unreadable !== undefined) return fail("invalid", `the condition of the ${interaction} cannot be used: ${unreadable}`)
   const params = typeof query === "string" ? new URLSearchParams(prefix === null ? query : query.slice(prefix[0].length)) : query
   const text = [...params].map(([name, value]) => `${name}=${value}`).join("&")
   const parsed = parseSearch(type, params, catalog, { lenient: false })

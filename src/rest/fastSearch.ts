@@ -19,6 +19,7 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import { contentTypeOf, negotiate } from "./Format.ts"
 import { basePath, baseUrl } from "./Rest.ts"
 import { type PageRow, pageStatement, planSearchset } from "./search.ts"
+import { urlTextProblem } from "../validation/fhirText.ts"
 
 const searchPath = new RegExp(`^${basePath}/([A-Z][A-Za-z]{0,63})$`)
 const jsonType = contentTypeOf("json")
@@ -71,6 +72,8 @@ export const makeFastSearch = (options: FastSearchOptions): FastSearch => {
     const headers = request.headers
     if (headers["prefer"] !== undefined) return undefined
     if (headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")) return undefined
+    // A query the general path refuses as unreadable text (src/validation/fhirText.ts) is its to answer.
+    if (queryAt !== -1 && urlTextProblem(url.slice(queryAt + 1)) !== undefined) return undefined
     const params = new URLSearchParams(queryAt === -1 ? "" : url.slice(queryAt + 1))
     const negotiated = negotiate(params, headers["accept"])
     if (!("format" in negotiated) || negotiated.format !== "json" || negotiated.pretty) return undefined

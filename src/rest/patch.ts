@@ -8,6 +8,7 @@ import { Effect } from "effect"
 import { ifMatchVersion, knownType } from "./checks.ts"
 import { type Patcher, patchCommand } from "./commands.ts"
 import { matchOne, patchMatch, readCondition } from "./conditional.ts"
+import { checkBody } from "./bodyCheck.ts"
 import { fail, FhirError } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { bodyFormat } from "./Format.ts"
@@ -26,9 +27,13 @@ const readPatch = (request: FhirRequest): Effect.Effect<Patcher, FhirError> =>
     const text = yield* bodyText(request.http, request.maxBodyBytes)
     if (format === "json-patch") {
       const operations = yield* parseJson(text)
+      const refused = checkBody(operations, "the JSON Patch document")
+      if (refused !== undefined) return yield* refused
       return (resource) => jsonPatch(resource, operations)
     }
     const parameters = format === "xml" ? yield* parseXml(text, request.catalog) : yield* parseJson(text)
+    const refused = checkBody(parameters, "the FHIRPath Patch")
+    if (refused !== undefined) return yield* refused
     return (resource) => fhirPathPatch(resource, parameters)
   })
 

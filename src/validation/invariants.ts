@@ -13,6 +13,7 @@
  *   expression that reads none of the present names (its outcome on an empty element is computed once).
  * - An empty result is a failure, as in the reference validator. A throw is reported, never raised.
  */
+import { expressionTooLarge } from "./expressionSize.ts"
 import fhirpath from "fhirpath"
 import r4 from "fhirpath/fhir-context/r4"
 import type { ElementConstraint } from "../catalog/definitions.ts"
@@ -131,6 +132,8 @@ const options = { traceFn: () => undefined, userInvocationTable: invocations }
 type Evaluator = (data: unknown, vars: Record<string, unknown>) => ReadonlyArray<unknown>
 
 const compileFhirPath = (expression: string, base: string | undefined): Evaluator => {
+  const tooLarge = expressionTooLarge(expression)
+  if (tooLarge !== undefined) throw new Error(tooLarge)
   const path = base === undefined ? expression : { base, expression }
   const compiled: (data: unknown, vars: Record<string, unknown>) => ReadonlyArray<unknown> = fhirpath.compile(path, r4, options)
   return compiled

@@ -3,6 +3,7 @@
  * and each entry's request as an interaction on a resource. Problems name the entry.
  */
 import { fail, type FhirError } from "../FhirError.ts"
+import { forbiddenCharIn, forbiddenCharRule, paramsProblem, urlTextProblem } from "../../validation/fhirText.ts"
 
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE"
 
@@ -60,8 +61,12 @@ export const parseTarget = (url: string, base: string): { readonly target: Targe
   try {
     parts = path.split("/").filter((part) => part !== "").map(decodeURIComponent)
   } catch {
-    return `the URL ${url} is not correctly percent-encoded`
+    return `the URL ${url} is not correctly percent-encoded UTF-8`
   }
+  const problem = parts.map((part) => forbiddenCharIn(part)).find((found) => found !== undefined)
+  if (problem !== undefined) return `the URL ${JSON.stringify(url)} holds ${problem}: ${forbiddenCharRule}`
+  const badQuery = query === undefined ? undefined : urlTextProblem(query) ?? paramsProblem(new URLSearchParams(query))
+  if (badQuery !== undefined) return `the query of the URL ${JSON.stringify(url)} cannot be read: ${badQuery}`
   const [type, second, third, fourth, ...rest] = parts
   if (type === undefined) return query === undefined ? `the URL ${JSON.stringify(url)} names no resource` : { target: { _tag: "system" }, query }
   if (rest.length > 0) return `the URL ${url} is not a FHIR interaction`

@@ -21,6 +21,7 @@ import { type Condition, createUnlessFound, deleteMatch, patchMatch, updateMatch
 import type { Match } from "../../search/plan/query.ts"
 import { searchset } from "../search.ts"
 import { resolveCompartment } from "../compartment.ts"
+import { checkBody } from "../bodyCheck.ts"
 import { fail, FhirError } from "../FhirError.ts"
 import type { Entry } from "./entries.ts"
 
@@ -81,6 +82,8 @@ const patcherOf = (resource: Record<string, unknown>): Patcher | FhirError => {
   if (resource["resourceType"] === "Binary" && resource["contentType"] === "application/json-patch+json") {
     const operations = decodeBase64Json(resource["data"])
     if (operations === undefined) return fail("structure", "the Binary's data is not base64 of a JSON Patch document")
+    const refused = checkBody(operations, "the JSON Patch document in the Binary's data")
+    if (refused !== undefined) return refused
     return (target) => jsonPatch(target, operations)
   }
   return fail("invalid", "a PATCH entry carries a Parameters resource (FHIRPath Patch) or a Binary with contentType application/json-patch+json")

@@ -10,6 +10,7 @@ import type { Model } from "fhirpath"
 import { itemCount } from "./elementSlots.ts"
 import { r4Model } from "./fhirModel.ts"
 import { hasMember, isJsonObject, type JsonObject } from "./json.ts"
+import { expressionTooLarge } from "../../validation/expressionSize.ts"
 
 /** The fields of the engine's ResourceNode this module relies on. */
 export interface SelectedNode {
@@ -78,6 +79,8 @@ export const quoteDivMembers = (expression: string): string => {
 
 /** The nodes an expression selects in `resource` (which the engine may annotate), or why it cannot be used. */
 export const select = (resource: JsonObject, expression: string): Either.Either<ReadonlyArray<SelectedNode>, Failure> => {
+  const tooLarge = expressionTooLarge(expression)
+  if (tooLarge !== undefined) return Either.left(malformed(tooLarge))
   let result: unknown
   try {
     result = evaluate(resource, quoteDivMembers(expression), { resource, rootResource: resource }, r4Model, { resolveInternalTypes: false })

@@ -5,6 +5,8 @@
  * (XXE); processing instructions other than the XML declaration are refused; comments are dropped.
  */
 
+import { maxBodyDepth } from "../bodyCheck.ts"
+
 export interface XmlAttribute {
   readonly prefix: string
   readonly local: string
@@ -42,8 +44,8 @@ export class XmlSyntaxError extends Error {
 const XML_NS = "http://www.w3.org/XML/1998/namespace"
 const XMLNS_NS = "http://www.w3.org/2000/xmlns/"
 const XHTML_NS = "http://www.w3.org/1999/xhtml"
-// Readers of the tree recurse; no FHIR resource comes near this depth.
-const maxDepth = 1000
+// Readers of the tree recurse: one limit of nesting for every body, JSON or XML (docs/rest.md, "Limits").
+const maxDepth = maxBodyDepth
 const forbiddenChar = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/
 const lineEnds = /\r\n?/g
 const needsAttributeWork = /[&\t\n]/
@@ -273,7 +275,7 @@ export const parseXml = (input: string): XmlDocument => {
       stack[stack.length - 1]?.children.push(element)
       if (root === undefined) root = element
       if (selfClosing) bindings.length = scopes.pop() ?? bindings.length
-      else if (stack.push(element) > maxDepth) fail(`elements nested deeper than ${maxDepth}`, lt)
+      else if (stack.push(element) > maxDepth) fail(`elements nested deeper than the limit of ${maxDepth} levels`, lt)
     }
   }
   const open = stack[stack.length - 1]

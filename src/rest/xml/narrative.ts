@@ -2,9 +2,11 @@
  * The narrative `div` read back into the string JSON holds (https://hl7.org/fhir/R4/narrative.html): XHTML
  * only. When the div declares the XHTML namespace itself and uses no prefixes, its markup is taken exactly as
  * written, so that JSON → XML → JSON keeps it byte for byte; otherwise it is written out again, the XHTML
- * namespace declared on the div.
+ * namespace declared on the div. A `&#xD;` in the markup taken as written is a raw CR again, as JSON held it
+ * before it was written to XML (xmlText.ts).
  */
-import { escapeAttribute, escapeText, XHTML_NS } from "./toXml.ts"
+import { XHTML_NS } from "./toXml.ts"
+import { escapeAttribute, escapeText, readMarkup } from "./xmlText.ts"
 import type { XmlElement } from "./XmlParser.ts"
 
 const XML_NS = "http://www.w3.org/XML/1998/namespace"
@@ -45,7 +47,7 @@ const write = (element: XmlElement, out: Array<string>, root: boolean): void => 
 
 export const narrativeText = (div: XmlElement, source: string, fail: (reason: string, at: XmlElement) => never): string => {
   const plain = check(div, fail)
-  if (plain && div.defaultNs === XHTML_NS) return source.slice(div.start, div.end)
+  if (plain && div.defaultNs === XHTML_NS) return readMarkup(source.slice(div.start, div.end))
   const out: Array<string> = []
   write(div, out, true)
   return out.join("")

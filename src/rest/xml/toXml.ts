@@ -7,22 +7,12 @@
 import type { Catalog } from "../../catalog/Catalog.ts"
 import { modelsFor, type TypeModel, type TypeRef, type XmlModels } from "./XmlModel.ts"
 import { parseXml, XmlSyntaxError } from "./XmlParser.ts"
+import { embedMarkup, escapeAttribute, escapeText } from "./xmlText.ts"
+
+export { escapeAttribute, escapeText } from "./xmlText.ts"
 
 export const FHIR_NS = "http://hl7.org/fhir"
 export const XHTML_NS = "http://www.w3.org/1999/xhtml"
-
-const attributeSpecial = /[&<>"\n\r\t]/
-const attributeSpecials = /[&<>"\n\r\t]/g
-const textSpecial = /[&<>]/
-const textSpecials = /[&<>]/g
-const entities: Readonly<Record<string, string>> = {
-  "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "\n": "&#xA;", "\r": "&#xD;", "\t": "&#x9;"
-}
-const entityOf = (c: string) => entities[c] ?? c
-
-export const escapeAttribute = (value: string): string =>
-  attributeSpecial.test(value) ? value.replace(attributeSpecials, entityOf) : value
-export const escapeText = (value: string): string => textSpecial.test(value) ? value.replace(textSpecials, entityOf) : value
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
@@ -33,13 +23,14 @@ const scalar = (value: unknown): string | undefined =>
 /**
  * The narrative is embedded as markup when it is one well-formed `div` element; one without its XHTML
  * namespace declaration gets it, and anything else is kept as text inside a `div` so that nothing is lost.
+ * Its CRs are written as references (xmlText.ts).
  */
 const narrative = (div: string): string => {
   try {
     const { root } = parseXml(div)
-    if (root.local === "div" && root.prefix === "" && root.ns === XHTML_NS) return div
+    if (root.local === "div" && root.prefix === "" && root.ns === XHTML_NS) return embedMarkup(div)
     if (root.local === "div" && root.prefix === "" && root.ns === "" && div.startsWith("<div")) {
-      return `<div xmlns="${XHTML_NS}"${div.slice(4)}`
+      return `<div xmlns="${XHTML_NS}"${embedMarkup(div).slice(4)}`
     }
   } catch (error) {
     if (!(error instanceof XmlSyntaxError)) throw error

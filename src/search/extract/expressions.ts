@@ -15,6 +15,7 @@ import fhirpath from "fhirpath"
 import r4 from "fhirpath/fhir-context/r4"
 import type { UserInvocationTable } from "fhirpath"
 import { baseRoot, type Compiled, compilePath, referencedType, Unsupported } from "./compiledPath.ts"
+import { expressionTooLarge } from "../../validation/expressionSize.ts"
 
 export type Evaluate = (resource: unknown) => ReadonlyArray<unknown>
 
@@ -35,10 +36,11 @@ const options = { resolveInternalTypes: false, userInvocationTable: invocations 
 
 /**
  * Compiles an expression, relative to `base` (an element path) when given; undefined when fhirpath.js cannot
- * parse it. With the `compiled` engine a compiled path runs instead when there is one, and fhirpath.js for
+ * parse it or it is too large to run safely (../../validation/expressionSize.ts). With the `compiled` engine a compiled path runs instead when there is one, and fhirpath.js for
  * a resource whose values it does not read exactly (see `Unsupported`).
  */
 export const compile = (expression: string, base?: string, engine: Engine = "fhirpath"): Evaluate | undefined => {
+  if (expressionTooLarge(expression) !== undefined) return undefined
   const text = base === undefined ? expression : rewrite(expression)
   let fallback: Evaluate
   try {

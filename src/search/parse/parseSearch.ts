@@ -9,7 +9,8 @@ import type { Catalog } from "../../catalog/Catalog.ts"
 import { isEmpty, isProblems, lookupParameter, readCriterion } from "./criterion.ts"
 import { readFilter } from "../filter/read.ts"
 import { splitUnescaped } from "./escape.ts"
-import { maxParameters, maxSearchAlternatives, tooManyParameters, tooManySearchAlternatives, unknownModifier, unknownType } from "./problems.ts"
+import { forbiddenText, maxParameters, maxSearchAlternatives, tooManyParameters, tooManySearchAlternatives, unknownModifier, unknownType } from "./problems.ts"
+import { paramsProblem, urlTextProblem } from "../../validation/fhirText.ts"
 import { emptyResult, readResult, resultCodes } from "./result.ts"
 import type { ChainClause, Clause, FilterExpr, HasClause, Parameter, Problem, SearchRequest } from "./SearchRequest.ts"
 
@@ -35,6 +36,9 @@ export const parseSearch = (
   options: ParseOptions
 ): Either.Either<SearchRequest, ReadonlyArray<Problem>> => {
   if (!catalog.isResourceType(type)) return Either.left([unknownType(type)])
+  // Text FHIR cannot hold is never a value to look for (and Postgres cannot hold NUL): refused even when lenient.
+  const unreadableText = (typeof query === "string" ? urlTextProblem(query) : undefined) ?? paramsProblem(entriesOf(query))
+  if (unreadableText !== undefined) return Either.left([forbiddenText(unreadableText)])
   const entries = entriesOf(query).filter(([key, value]) => value !== "" && !formatCodes.has(key))
   // Each parameter is a condition of the one statement a page is: bounded, so that a long query is a 400, not a statement the database refuses.
   if (entries.length > maxParameters) return Either.left([tooManyParameters(entries.length)])

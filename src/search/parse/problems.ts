@@ -53,6 +53,15 @@ export const tooManyAlternatives = (parameter: string, count: number): Problem =
   canSetAside: true
 })
 
+export const forbiddenText = (why: string): Problem => ({
+  parameter: "(query)",
+  value: "",
+  expected: "text FHIR can hold",
+  message: `The search cannot be read: ${why}`,
+  status: 400,
+  canSetAside: false
+})
+
 export const tooManyParameters = (count: number): Problem => ({
   parameter: "(query)",
   value: `(${count} parameters)`,

@@ -80,7 +80,8 @@ describe("parseXml", () => {
     expect(problem(`<a>\u0001</a>`)).toContain("not allowed")
     expect(problem(`<a><!-- a -- b --></a>`)).toContain("--")
     expect(problem(``)).toContain("no root")
-    expect(problem("<a>".repeat(1001) + "</a>".repeat(1001))).toContain("nested deeper than 1000")
+    expect(problem("<a>".repeat(257) + "</a>".repeat(257))).toContain("nested deeper than the limit of 256 levels")
+    expect(problem("<a>".repeat(256) + "</a>".repeat(256))).toBe("no problem")
     expect(problem(`<a xmlns="urn:a" xmlns="urn:b"/>`)).toContain("the attribute xmlns twice")
   })
 
