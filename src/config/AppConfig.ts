@@ -44,7 +44,7 @@ export const ServerSection = Schema.Struct({
   trusted_proxy_hops: def(int(0), 0),
   trusted_proxy_peers: def(listOf(cidr, "a list of CIDR networks"), []),
   max_body_bytes: def(int(1), 16_777_216),
-  max_page_bytes: def(int(1), 16_777_216),
+  max_page_bytes: def(int(1), 4_194_304),
   max_bundle_entries: def(int(1), 10_000),
   log_level: def(LogLevel, "info")
 })

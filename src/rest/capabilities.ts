@@ -17,7 +17,7 @@ export const searchDocumentation = [
   "`_include:iterate` and `_revinclude:iterate` apply to the matches and to the resources already added until none is added; more than 1000 resources added that way to one page is a 400.",
   "A search parameter value that cannot be read is a 400 OperationOutcome naming the parameter, the value and what was expected; `Prefer: handling=lenient` sets it aside with a warning.",
   `Paging: _count defaults to 20 and is at most ${maxCount}; _offset is at most ${maxOffset}; next and previous links carry a _cursor, refused with a 400 when changed; ` +
-    "a page holds at most server.max_page_bytes of resources (16 MiB by default; a larger resource alone). " +
+    "a page holds at most server.max_page_bytes of resources (4 MiB by default; a larger resource alone). " +
     `One search takes at most ${maxParameters} parameters and ${maxSearchAlternatives} comma-separated alternatives in all. ` +
     "Request bodies are limited to server.max_body_bytes (16 MiB by default).",
   `A body nests at most ${maxBodyDepth} levels (JSON objects and arrays, XML elements). Text holding a control character other than TAB, CR and LF, U+FFFE, U+FFFF or an unpaired surrogate is refused with a 400, in a body, a URL or a query parameter, as are percent-encoded bytes that are not UTF-8.`

@@ -17,7 +17,7 @@ layer(NodeFileSystem.layer)("loadAppConfig", (it) => {
           trusted_proxy_hops: 0,
           trusted_proxy_peers: [],
           max_body_bytes: 16777216,
-          max_page_bytes: 16777216,
+          max_page_bytes: 4194304,
           max_bundle_entries: 10000,
           log_level: "info"
         })
