@@ -14,6 +14,7 @@ import type { FhirRequest } from "../FhirRequest.ts"
 import { resourceBody } from "../respond.ts"
 import { bundleText } from "../bundleText.ts"
 import { type CheckedCreate, type CommandEnv, settle, writeCreates } from "../commands.ts"
+import { Pacer } from "../../store/EventLoop.ts"
 import { type Condition, matchOne, updateTarget } from "../conditional.ts"
 import { commitHeader, inTransaction } from "../write.ts"
 import { conditionKey, conditionOf, interactionName, resolveReferences } from "./conditions.ts"
@@ -205,11 +206,16 @@ const batchEntry = (env: CommandEnv, entry: Entry) =>
     return yield* runEntry(env, entry, { resource, condition })
   })
 
+const batchEntriesPerYield = 16
+
 const batch = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
   Effect.gen(function*() {
     const texts: Array<string> = []
     let lastCommit: number | undefined
+    // Each entry commits on its own; other requests get in between every few of them (see EventLoop.ts).
+    const pacer = new Pacer(batchEntriesPerYield)
     for (const entry of entries) {
+      yield* pacer.step(1)
       const outcome = yield* inTransaction(request, (env) => batchEntry(env, entry)).pipe(
         Effect.map(({ commitTs, value }) => {
           if (entry.method !== "GET" && entry.method !== "HEAD") lastCommit = commitTs
