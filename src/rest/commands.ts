@@ -148,14 +148,18 @@ export const checkCreate = (
  * Writes checked creates (distinct resources) as `createCommand` would one by one, with one upsert of
  * `resources` for all of them; their versions and index rows join the command's batch.
  */
-export const writeCreates = (env: CommandEnv, creates: ReadonlyArray<CheckedCreate>): Effect.Effect<ReadonlyArray<Written>, FhirError | SqlError> =>
+export const writeCreates = (
+  env: CommandEnv,
+  creates: ReadonlyArray<CheckedCreate>,
+  named: (n: number, error: FhirError) => FhirError = (_, error) => error
+): Effect.Effect<ReadonlyArray<Written>, FhirError | SqlError> =>
   Effect.gen(function*() {
     if (creates.length === 0) return []
     const stored = yield* putVersions(env.sql, creates, env.commit.commitTs, env.writes)
     const written: Array<Written> = []
     for (const [n, create] of creates.entries()) {
       const version = stored[n]!
-      yield* writeIndex(env.sql, version.rkey, create.type, version.version, yield* indexRows(env, create.type, create.id, version.resource), env.writes)
+      yield* writeIndex(env.sql, version.rkey, create.type, version.version, yield* Effect.mapError(indexRows(env, create.type, create.id, version.resource), (error) => named(n, error)), env.writes)
       env.commit.record({ type: create.type, id: create.id, version: version.version, op: "create" })
       written.push({ type: create.type, id: create.id, stored: version, created: true })
     }

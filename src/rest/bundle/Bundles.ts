@@ -167,7 +167,7 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
         const writePending = Effect.suspend(() => {
           const group = creates
           creates = []
-          return Effect.map(writeCreates(env, group.map(([, create]) => create)), (written) =>
+          return Effect.map(writeCreates(env, group.map(([, create]) => create), (n, error) => inEntry(group[n]![0], error)), (written) =>
             written.forEach((one, n) => results.set(group[n]![0].index, fromWritten(one, env.commit.commitTs))))
         })
         for (const entry of ordered) {
