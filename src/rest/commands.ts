@@ -54,6 +54,9 @@ export interface WriteLimits {
 /** The defaults of the settings. */
 export const defaultWriteLimits: WriteLimits = { maxIndexRows: 50_000, maxBundleEntries: 10_000, maxPatchOperations: 1_000 }
 
+/** Creates whose versions `writeCreates` stores at a time. */
+const createsPerPiece = 512
+
 /** Work units a resource's validation counts for in the command's pacer (an index row counts one). */
 const validationUnits = 50
 
@@ -154,14 +157,18 @@ export const writeCreates = (
   named: (n: number, error: FhirError) => FhirError = (_, error) => error
 ): Effect.Effect<ReadonlyArray<Written>, FhirError | SqlError> =>
   Effect.gen(function*() {
-    if (creates.length === 0) return []
-    const stored = yield* putVersions(env.sql, creates, env.commit.commitTs, env.writes)
     const written: Array<Written> = []
-    for (const [n, create] of creates.entries()) {
-      const version = stored[n]!
-      yield* writeIndex(env.sql, version.rkey, create.type, version.version, yield* Effect.mapError(indexRows(env, create.type, create.id, version.resource), (error) => named(n, error)), env.writes)
-      env.commit.record({ type: create.type, id: create.id, version: version.version, op: "create" })
-      written.push({ type: create.type, id: create.id, stored: version, created: true })
+    // In pieces, so that the versions' JSON of a large Bundle is not written in one go (other requests get in between).
+    for (let start = 0; start < creates.length; start += createsPerPiece) {
+      const piece = creates.slice(start, start + createsPerPiece)
+      const stored = yield* putVersions(env.sql, piece, env.commit.commitTs, env.writes)
+      for (const [k, create] of piece.entries()) {
+        const version = stored[k]!
+        const rows = yield* Effect.mapError(indexRows(env, create.type, create.id, version.resource), (error) => named(start + k, error))
+        yield* writeIndex(env.sql, version.rkey, create.type, version.version, rows, env.writes)
+        env.commit.record({ type: create.type, id: create.id, version: version.version, op: "create" })
+        written.push({ type: create.type, id: create.id, stored: version, created: true })
+      }
     }
     return written
   })

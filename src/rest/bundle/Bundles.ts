@@ -73,6 +73,12 @@ const touchedTwice = (entries: ReadonlyArray<Entry>): FhirError | undefined => {
 
 const typeOf = (entry: Entry): string => (entry.target._tag === "type" || entry.target._tag === "instance" ? entry.target.type : "")
 
+/** Work units (see EventLoop.ts) of rewriting one entry's references. */
+const rewriteUnits = 10
+
+/** Batch entries run between two yields to the event loop. */
+const batchEntriesPerYield = 16
+
 const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
   Effect.gen(function*() {
     const conditions = new Map<number, Condition>()
@@ -158,6 +164,7 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
             return yield* inEntry(entry, fail("invalid", `the reference ${state.unresolved[0]} matches no fullUrl of the Bundle`))
           }
           plans.set(entry.index, { ...plan, resource })
+          yield* env.pacer.step(rewriteUnits)
         }
 
         // 4. POST, then PUT and PATCH, then GET and HEAD, each kind in Bundle order.
@@ -205,8 +212,6 @@ const batchEntry = (env: CommandEnv, entry: Entry) =>
     }
     return yield* runEntry(env, entry, { resource, condition })
   })
-
-const batchEntriesPerYield = 16
 
 const batch = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
   Effect.gen(function*() {
