@@ -231,7 +231,7 @@ export const patchCommand = (
     const patched = apply(JSON.parse(current.content) as Record<string, unknown>)
     if (Either.isLeft(patched)) {
       const problem = patched.left
-      return yield* fail(problem.code, problem.diagnostics, problem.code === "invalid" ? 400 : 422)
+      return yield* fail(problem.code, problem.diagnostics, problem.code === "invalid" ? 400 : problem.code === "too-costly" ? 413 : 422)
     }
     const result = patched.right
     if (typeof result !== "object" || result === null || Array.isArray(result)) {
