@@ -18,7 +18,9 @@ export const searchDocumentation = [
   `Paging: _count defaults to 20 and is at most ${maxCount}; _offset is at most ${maxOffset}; next and previous links carry a _cursor, refused with a 400 when changed; ` +
     "a page holds at most server.max_page_bytes of resources (16 MiB by default; a larger resource alone). " +
     `One search takes at most ${maxParameters} parameters and ${maxSearchAlternatives} comma-separated alternatives in all. ` +
-    "Request bodies are limited to server.max_body_bytes (16 MiB by default)."
+    "Request bodies are limited to server.max_body_bytes (16 MiB by default).",
+  "Writes: a resource written has at most server.max_index_rows search index values (50,000 by default), a patch at most server.max_patch_operations operations (1,000), " +
+    "a Bundle, run or stored, at most server.max_bundle_entries entries (10,000); more is a 413."
 ].join("\n")
 
 /**
