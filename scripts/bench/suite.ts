@@ -9,6 +9,7 @@ import type autocannon from "autocannon"
 import { loadSynthea, runIngest } from "./ingest.ts"
 import type { Measurement } from "./load.ts"
 import { samplePatient } from "./patients.ts"
+import { joinBundles, runReadsDuringIngest } from "./readsDuringIngest.ts"
 import { rotation } from "./rotation.ts"
 import {
   chainPaths, deepOffsetPaths, everythingPaths, familyPaths, hasPaths, includePaths, nextLinkPaths, pagedPaths, prepareSearch, tokenDatePaths,
@@ -160,6 +161,37 @@ const ingest = (connections: number): DrivenWorkload => ({
 export const ingestOne = ingest(1)
 export const ingestFour = ingest(4)
 
+/** Entries of the large transaction: a full run joins Synthea bundles up to this many, a quick run up to a fifth. */
+const largeTransactionEntries = 5_000
+
+/** The Patient read while the large transaction runs: one the ingest before it created. */
+const somePatient = async (url: string): Promise<string> => {
+  const response = await fetch(`${url}/fhir/Patient?_count=1&_elements=id`, { headers: { accept: "application/fhir+json" } })
+  const id = ((await response.json()) as { entry?: Array<{ resource?: { id?: string } }> }).entry?.[0]?.resource?.id
+  if (id === undefined) throw new Error("the server holds no Patient to read")
+  return id
+}
+
+/**
+ * GET by id, one client, while one large transaction Bundle (Synthea bundles joined) is ingested: the
+ * latencies of the reads show how long a large write holds other requests up (readsDuringIngest.ts).
+ */
+export const readsDuringIngest: DrivenWorkload = {
+  name: "read by id during a large transaction",
+  description: `GET /fhir/Patient/{id}, one client, each read sent when the last is answered, while POST /fhir takes one transaction of the Synthea bundles joined ` +
+    `(up to ${largeTransactionEntries.toLocaleString("en-US")} entries; a fifth of that in a quick run); req/s and latencies are the reads', res/s the transaction's`,
+  connections: 1,
+  onFloor: false,
+  progress: ({ quick }) => `one transaction of up to ${(quick ? largeTransactionEntries / 5 : largeTransactionEntries).toLocaleString("en-US")} entries`,
+  warmUp: async (target, { signal }) => {
+    await runIngest({ url: target.url, bundles: loadSynthea(1), connections: 1, signal })
+  },
+  drive: async (target, { quick, signal }) => {
+    const { text, entries } = joinBundles(loadSynthea(), quick ? largeTransactionEntries / 5 : largeTransactionEntries)
+    return runReadsDuringIngest({ url: target.url, patientId: await somePatient(target.url), transaction: text, entries, signal })
+  }
+}
+
 /** The issue's target for the token searches at 8 connections. */
 const searchGoal: Goal = { maxMedianMs: 5, maxP99Ms: 25 }
 
@@ -273,7 +305,9 @@ export const everything: Workload = {
  */
 export const workloads: ReadonlyArray<Workload> = [
   create, readById, update, ingestOne, ingestFour, searchToken, searchTokenDate, searchString, searchPaged,
-  searchNextLinks, searchDeepestPages, searchDeepOffset, searchChain, searchHas, searchInclude, everything
+  searchNextLinks, searchDeepestPages, searchDeepOffset, searchChain, searchHas, searchInclude, everything,
+  // Last: the resources it writes would change what the searches find.
+  readsDuringIngest
 ]
 
 /** Whether a workload runs on the svc with the real R4 packages and the Synthea data. */

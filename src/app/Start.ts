@@ -99,7 +99,9 @@ export const start = (config: AppConfig) =>
       Context.add(RestSettings, {
         publicUrl: config.server.public_url,
         updateAsCreate: config.conformance.update_as_create,
-        referencePolicy: config.conformance.reference_policy
+        referencePolicy: config.conformance.reference_policy,
+        maxIndexRows: config.server.max_index_rows,
+        maxPatchOperations: config.server.max_patch_operations
       })
     )
     const fhir = yield* FhirApp.make({

@@ -46,6 +46,8 @@ export const ServerSection = Schema.Struct({
   max_body_bytes: def(int(1), 16_777_216),
   max_page_bytes: def(int(1), 4_194_304),
   max_bundle_entries: def(int(1), 10_000),
+  max_index_rows: def(int(1), 50_000),
+  max_patch_operations: def(int(1), 1_000),
   log_level: def(LogLevel, "info")
 })
 

@@ -20,7 +20,9 @@ export const searchDocumentation = [
     "a page holds at most server.max_page_bytes of resources (4 MiB by default; a larger resource alone). " +
     `One search takes at most ${maxParameters} parameters and ${maxSearchAlternatives} comma-separated alternatives in all. ` +
     "Request bodies are limited to server.max_body_bytes (16 MiB by default).",
-  `A body nests at most ${maxBodyDepth} levels (JSON objects and arrays, XML elements). Text holding a control character other than TAB, CR and LF, U+FFFE, U+FFFF or an unpaired surrogate is refused with a 400, in a body, a URL or a query parameter, as are percent-encoded bytes that are not UTF-8.`
+  `A body nests at most ${maxBodyDepth} levels (JSON objects and arrays, XML elements). Text holding a control character other than TAB, CR and LF, U+FFFE, U+FFFF or an unpaired surrogate is refused with a 400, in a body, a URL or a query parameter, as are percent-encoded bytes that are not UTF-8.`,
+  "Writes: a resource written has at most server.max_index_rows search index values (50,000 by default), a patch at most server.max_patch_operations operations (1,000), " +
+    "a Bundle, run or stored, at most server.max_bundle_entries entries (10,000); more is a 413."
 ].join("\n")
 
 /**

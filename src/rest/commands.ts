@@ -16,7 +16,8 @@ import { fail, type FhirError, invalidResource } from "./FhirError.ts"
 import { isValid, validateForWrite } from "../validation/Validator.ts"
 import type { ReferenceCheck } from "../validation/referencePolicy.ts"
 import type { PatchProblem } from "./patch/PatchProblem.ts"
-import { extractIndex } from "../search/extract/extractIndex.ts"
+import { extractIndexPaced } from "../search/extract/extractIndex.ts"
+import { Pacer, workPerYield } from "../store/EventLoop.ts"
 import { removeIndex, writeIndex } from "../search/IndexWriter.ts"
 
 export interface CommandEnv {
@@ -35,17 +36,39 @@ export interface CommandEnv {
   readonly writes: WriteBatch
   /** `server.max_page_bytes`, for a search inside a Bundle. */
   readonly maxPageBytes?: number
+  /** What one resource written may hold (413 beyond); `defaultWriteLimits` when left out. */
+  readonly limits?: WriteLimits
+  /** Counts the command's work and lets other requests in between pieces of it (see EventLoop.ts). */
+  readonly pacer: Pacer
 }
+
+export interface WriteLimits {
+  /** `server.max_index_rows`: search index rows of one resource. */
+  readonly maxIndexRows: number
+  /** `server.max_bundle_entries`: entries of a Bundle, sent as a batch or transaction or stored as a resource. */
+  readonly maxBundleEntries: number
+  /** `server.max_patch_operations`: operations of a patch in a Bundle entry (over HTTP, `patch.ts` checks them). */
+  readonly maxPatchOperations: number
+}
+
+/** The defaults of the settings. */
+export const defaultWriteLimits: WriteLimits = { maxIndexRows: 50_000, maxBundleEntries: 10_000, maxPatchOperations: 1_000 }
+
+/** Creates whose versions `writeCreates` stores at a time. */
+const createsPerPiece = 512
+
+/** Work units a resource's validation counts for in the command's pacer (an index row counts one). */
+const validationUnits = 50
 
 /** Inserts what the command has batched, so that its reads see its own writes. */
 export const settle = (env: CommandEnv): Effect.Effect<void, SqlError> => env.writes.flush(env.sql)
 
 /** Runs `command` with a batch of writes of its own, inserted when it succeeds (inside the Writer's transaction). */
 export const runCommand = <A, E, R>(
-  env: Omit<CommandEnv, "writes">,
+  env: Omit<CommandEnv, "writes" | "pacer">,
   command: (env: CommandEnv) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | SqlError, R> => {
-  const full: CommandEnv = { ...env, writes: new WriteBatch() }
+  const full: CommandEnv = { ...env, writes: new WriteBatch(), pacer: new Pacer(workPerYield) }
   return Effect.tap(command(full), () => settle(full))
 }
 
@@ -58,17 +81,49 @@ export interface Written {
 
 const check = (error: FhirError | undefined) => (error === undefined ? Effect.void : Effect.fail(error))
 
+/** A Bundle stored as a resource holds at most `server.max_bundle_entries` entries, as one sent to be run does. */
+const bundleEntries = (env: CommandEnv, type: string, resource: Record<string, unknown>): FhirError | undefined => {
+  if (type !== "Bundle") return undefined
+  const entries = resource["entry"]
+  const count = Array.isArray(entries) ? entries.length : 0
+  const limit = (env.limits ?? defaultWriteLimits).maxBundleEntries
+  return count > limit
+    ? fail("too-costly", `the Bundle has ${count} entries; this server stores at most ${limit} (server.max_bundle_entries)`, 413)
+    : undefined
+}
+
+/** Validates a resource to be written: 413 for a Bundle over the entry limit, 422 with every issue when it has errors. */
+const validated = (env: CommandEnv, type: string, id: string, resource: Record<string, unknown>) =>
+  Effect.suspend(() => {
+    const tooLarge = bundleEntries(env, type, resource)
+    if (tooLarge) return Effect.fail(tooLarge)
+    const validation = validateForWrite({ ...resource, id }, env.catalog)
+    if (!isValid(validation.issues)) return invalidResource(`${type}/${id}`, validation.issues)
+    env.references.add(`${type}/${id}`, validation.references)
+    return Effect.as(env.pacer.step(validationUnits), validation)
+  })
+
+/** The search index rows of a version; 413 beyond `server.max_index_rows`. */
+const indexRows = (env: CommandEnv, type: string, id: string, resource: Record<string, unknown>) =>
+  Effect.mapError(
+    extractIndexPaced(resource, env.catalog, (env.limits ?? defaultWriteLimits).maxIndexRows, env.pacer),
+    (too) =>
+      fail(
+        "too-costly",
+        `${type}/${id} has more than ${too.limit} search index values (its repeated elements and the search parameters that read them); this server takes at most ${too.limit} per resource (server.max_index_rows)`,
+        413
+      )
+  )
+
 /**
  * Validates a resource (422 with every issue when it has errors), then writes its version and search index
  * in the same transaction; its references are noted for the policy check at the end of the transaction.
  */
 const store = (env: CommandEnv, type: string, id: string, resource: Record<string, unknown>, patched = false) =>
   Effect.gen(function*() {
-    const validation = validateForWrite({ ...resource, id }, env.catalog)
-    if (!isValid(validation.issues)) return yield* invalidResource(`${type}/${id}`, validation.issues)
-    env.references.add(`${type}/${id}`, validation.references)
+    yield* validated(env, type, id, resource)
     const stored = yield* putVersion(env.sql, { type, id, resource, commitTs: env.commit.commitTs, patched }, env.writes)
-    yield* writeIndex(env.sql, stored.rkey, type, stored.version, extractIndex(stored.resource, env.catalog), env.writes)
+    yield* writeIndex(env.sql, stored.rkey, type, stored.version, yield* indexRows(env, type, id, stored.resource), env.writes)
     return stored
   })
 
@@ -89,26 +144,31 @@ export const checkCreate = (
   Effect.suspend(() => {
     const problem = knownType(env.catalog, type) ?? bodyMatches(body, type)
     if (problem) return Effect.fail(problem)
-    const validation = validateForWrite({ ...body, id }, env.catalog)
-    if (!isValid(validation.issues)) return invalidResource(`${type}/${id}`, validation.issues)
-    env.references.add(`${type}/${id}`, validation.references)
-    return Effect.succeed({ type, id, resource: body })
+    return Effect.as(validated(env, type, id, body), { type, id, resource: body })
   })
 
 /**
  * Writes checked creates (distinct resources) as `createCommand` would one by one, with one upsert of
  * `resources` for all of them; their versions and index rows join the command's batch.
  */
-export const writeCreates = (env: CommandEnv, creates: ReadonlyArray<CheckedCreate>): Effect.Effect<ReadonlyArray<Written>, SqlError> =>
+export const writeCreates = (
+  env: CommandEnv,
+  creates: ReadonlyArray<CheckedCreate>,
+  named: (n: number, error: FhirError) => FhirError = (_, error) => error
+): Effect.Effect<ReadonlyArray<Written>, FhirError | SqlError> =>
   Effect.gen(function*() {
-    if (creates.length === 0) return []
-    const stored = yield* putVersions(env.sql, creates, env.commit.commitTs, env.writes)
     const written: Array<Written> = []
-    for (const [n, create] of creates.entries()) {
-      const version = stored[n]!
-      yield* writeIndex(env.sql, version.rkey, create.type, version.version, extractIndex(version.resource, env.catalog), env.writes)
-      env.commit.record({ type: create.type, id: create.id, version: version.version, op: "create" })
-      written.push({ type: create.type, id: create.id, stored: version, created: true })
+    // In pieces, so that the versions' JSON of a large Bundle is not written in one go (other requests get in between).
+    for (let start = 0; start < creates.length; start += createsPerPiece) {
+      const piece = creates.slice(start, start + createsPerPiece)
+      const stored = yield* putVersions(env.sql, piece, env.commit.commitTs, env.writes)
+      for (const [k, create] of piece.entries()) {
+        const version = stored[k]!
+        const rows = yield* Effect.mapError(indexRows(env, create.type, create.id, version.resource), (error) => named(start + k, error))
+        yield* writeIndex(env.sql, version.rkey, create.type, version.version, rows, env.writes)
+        env.commit.record({ type: create.type, id: create.id, version: version.version, op: "create" })
+        written.push({ type: create.type, id: create.id, stored: version, created: true })
+      }
     }
     return written
   })
@@ -171,7 +231,7 @@ export const patchCommand = (
     const patched = apply(JSON.parse(current.content) as Record<string, unknown>)
     if (Either.isLeft(patched)) {
       const problem = patched.left
-      return yield* fail(problem.code, problem.diagnostics, problem.code === "invalid" ? 400 : 422)
+      return yield* fail(problem.code, problem.diagnostics, problem.code === "invalid" ? 400 : problem.code === "too-costly" ? 413 : 422)
     }
     const result = patched.right
     if (typeof result !== "object" || result === null || Array.isArray(result)) {

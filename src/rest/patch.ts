@@ -14,26 +14,33 @@ import { type FhirRequest, header } from "./FhirRequest.ts"
 import { bodyFormat } from "./Format.ts"
 import { fhirPathPatch } from "./patch/fhirPathPatch.ts"
 import { jsonPatch } from "./patch/jsonPatch.ts"
+import { tooManyOperations } from "./patch/operationCount.ts"
+import { RestSettings } from "./Rest.ts"
 import { bodyText, parseJson } from "./RequestBody.ts"
 import { inTransaction, written } from "./write.ts"
 import { parseXml } from "./xmlBridge.ts"
 
-const readPatch = (request: FhirRequest): Effect.Effect<Patcher, FhirError> =>
+const readPatch = (request: FhirRequest): Effect.Effect<Patcher, FhirError, RestSettings> =>
   Effect.gen(function*() {
     const format = bodyFormat(header(request, "content-type"))
     if (format === undefined) {
       return yield* fail("not-supported", `Content-Type ${header(request, "content-type")} is not a patch format: use application/json-patch+json, or a Parameters resource for FHIRPath Patch`, 415)
     }
     const text = yield* bodyText(request.http, request.maxBodyBytes)
+    const { maxPatchOperations } = yield* RestSettings
     if (format === "json-patch") {
       const operations = yield* parseJson(text)
       const refused = checkBody(operations, "the JSON Patch document")
       if (refused !== undefined) return yield* refused
+      const tooMany = tooManyOperations(operations, maxPatchOperations)
+      if (tooMany) return yield* tooMany
       return (resource) => jsonPatch(resource, operations)
     }
     const parameters = format === "xml" ? yield* parseXml(text, request.catalog) : yield* parseJson(text)
     const refused = checkBody(parameters, "the FHIRPath Patch")
     if (refused !== undefined) return yield* refused
+    const tooMany = tooManyOperations(parameters, maxPatchOperations)
+    if (tooMany) return yield* tooMany
     return (resource) => fhirPathPatch(resource, parameters)
   })
 

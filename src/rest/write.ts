@@ -36,7 +36,8 @@ export const inTransaction = <A, E, R>(request: FhirRequest, command: (env: Comm
           commit,
           base: request.base,
           references,
-          maxPageBytes: request.maxPageBytes
+          maxPageBytes: request.maxPageBytes,
+          limits: { maxIndexRows: settings.maxIndexRows, maxBundleEntries: request.maxBundleEntries, maxPatchOperations: settings.maxPatchOperations }
         }
         const value = yield* runCommand(env, command)
         const issues = yield* references.verify(sql)

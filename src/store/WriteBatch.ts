@@ -7,6 +7,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
+import { Pacer, workPerYield } from "./EventLoop.ts"
 
 /** The most values one statement may bind: SQLite's SQLITE_MAX_VARIABLE_NUMBER (since 3.32) and Postgres's protocol limit. */
 export const parameterLimit = { sqlite: 32766, pg: 65535 } as const
@@ -59,7 +60,9 @@ export const insertMany = (
     start += size
     return chunk
   })
-  return Effect.forEach(chunks, (chunk) => sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`, { discard: true })
+  // Many rows (a large Bundle, a resource with thousands of index values) let other requests in between statements.
+  const pacer = new Pacer(workPerYield)
+  return Effect.forEach(chunks, (chunk) => Effect.zipRight(sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`, pacer.step(chunk.length)), { discard: true })
 }
 
 export class WriteBatch {

@@ -152,7 +152,7 @@ describe("documentation", () => {
 
   it("the spec rows above name every setting but those the architecture, docs/rest.md and docs/search.md add", () => {
     const written = settingsWritten(SPEC_ROWS)
-    expect(leafNames.filter((name) => !written.has(name))).toEqual(["server.max_body_bytes", "server.max_page_bytes", "server.max_bundle_entries", "server.log_level"])
+    expect(leafNames.filter((name) => !written.has(name))).toEqual(["server.max_body_bytes", "server.max_page_bytes", "server.max_bundle_entries", "server.max_index_rows", "server.max_patch_operations", "server.log_level"])
   })
 
   it("docs/configuration.md describes every setting and its environment variable", () => {

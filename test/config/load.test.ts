@@ -19,6 +19,8 @@ layer(NodeFileSystem.layer)("loadAppConfig", (it) => {
           max_body_bytes: 16777216,
           max_page_bytes: 4194304,
           max_bundle_entries: 10000,
+          max_index_rows: 50000,
+          max_patch_operations: 1000,
           log_level: "info"
         })
         expect(config.database).toEqual({ kind: "sqlite", sqlite_path: "svc.sqlite" })

@@ -14,6 +14,7 @@ import type { FhirRequest } from "../FhirRequest.ts"
 import { resourceBody } from "../respond.ts"
 import { bundleText } from "../bundleText.ts"
 import { type CheckedCreate, type CommandEnv, settle, writeCreates } from "../commands.ts"
+import { Pacer } from "../../store/EventLoop.ts"
 import { type Condition, matchOne, updateTarget } from "../conditional.ts"
 import { commitHeader, inTransaction } from "../write.ts"
 import { conditionKey, conditionOf, interactionName, resolveReferences } from "./conditions.ts"
@@ -71,6 +72,12 @@ const touchedTwice = (entries: ReadonlyArray<Entry>): FhirError | undefined => {
 }
 
 const typeOf = (entry: Entry): string => (entry.target._tag === "type" || entry.target._tag === "instance" ? entry.target.type : "")
+
+/** Work units (see EventLoop.ts) of rewriting one entry's references. */
+const rewriteUnits = 10
+
+/** Batch entries run between two yields to the event loop. */
+const batchEntriesPerYield = 16
 
 const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
   Effect.gen(function*() {
@@ -157,6 +164,7 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
             return yield* inEntry(entry, fail("invalid", `the reference ${state.unresolved[0]} matches no fullUrl of the Bundle`))
           }
           plans.set(entry.index, { ...plan, resource })
+          yield* env.pacer.step(rewriteUnits)
         }
 
         // 4. POST, then PUT and PATCH, then GET and HEAD, each kind in Bundle order.
@@ -166,7 +174,7 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
         const writePending = Effect.suspend(() => {
           const group = creates
           creates = []
-          return Effect.map(writeCreates(env, group.map(([, create]) => create)), (written) =>
+          return Effect.map(writeCreates(env, group.map(([, create]) => create), (n, error) => inEntry(group[n]![0], error)), (written) =>
             written.forEach((one, n) => results.set(group[n]![0].index, fromWritten(one, env.commit.commitTs))))
         })
         for (const entry of ordered) {
@@ -209,7 +217,10 @@ const batch = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
   Effect.gen(function*() {
     const texts: Array<string> = []
     let lastCommit: number | undefined
+    // Each entry commits on its own; other requests get in between every few of them (see EventLoop.ts).
+    const pacer = new Pacer(batchEntriesPerYield)
     for (const entry of entries) {
+      yield* pacer.step(1)
       const outcome = yield* inTransaction(request, (env) => batchEntry(env, entry)).pipe(
         Effect.map(({ commitTs, value }) => {
           if (entry.method !== "GET" && entry.method !== "HEAD") lastCommit = commitTs

@@ -3,6 +3,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import { fhirPathPatch } from "../patch/fhirPathPatch.ts"
 import { jsonPatch } from "../patch/jsonPatch.ts"
+import { tooManyOperations } from "../patch/operationCount.ts"
 import { readCurrent, readVersion, type VersionRow } from "../../store/reads.ts"
 import { instantOf } from "../../store/ResourceStore.ts"
 import { ifMatchVersion, knownType } from "../checks.ts"
@@ -11,6 +12,7 @@ import {
   checkCreate,
   type CommandEnv,
   createCommand,
+  defaultWriteLimits,
   deleteCommand,
   type Patcher,
   patchCommand,
@@ -77,14 +79,14 @@ const decodeBase64Json = (data: unknown): unknown => {
 }
 
 /** The patch an entry carries: a Parameters resource (FHIRPath Patch) or a Binary holding a JSON Patch. */
-const patcherOf = (resource: Record<string, unknown>): Patcher | FhirError => {
-  if (resource["resourceType"] === "Parameters") return (target) => fhirPathPatch(target, resource)
+const patcherOf = (resource: Record<string, unknown>, maxOperations: number): Patcher | FhirError => {
+  if (resource["resourceType"] === "Parameters") return tooManyOperations(resource, maxOperations) ?? ((target) => fhirPathPatch(target, resource))
   if (resource["resourceType"] === "Binary" && resource["contentType"] === "application/json-patch+json") {
     const operations = decodeBase64Json(resource["data"])
     if (operations === undefined) return fail("structure", "the Binary's data is not base64 of a JSON Patch document")
     const refused = checkBody(operations, "the JSON Patch document in the Binary's data")
     if (refused !== undefined) return refused
-    return (target) => jsonPatch(target, operations)
+    return tooManyOperations(operations, maxOperations) ?? ((target) => jsonPatch(target, operations))
   }
   return fail("invalid", "a PATCH entry carries a Parameters resource (FHIRPath Patch) or a Binary with contentType application/json-patch+json")
 }
@@ -166,7 +168,7 @@ export const runEntry = (env: CommandEnv, entry: Entry, plan: Plan): Effect.Effe
         return fromWritten(yield* updateMatch(env, target.type, conditional.match, resource!, expected, plan.id), env.commit.commitTs)
       }
       case "PATCH": {
-        const patcher = patcherOf(resource!)
+        const patcher = patcherOf(resource!, (env.limits ?? defaultWriteLimits).maxPatchOperations)
         if (patcher instanceof FhirError) return yield* patcher
         if (target._tag === "instance") return fromWritten(yield* patchCommand(env, target.type, target.id, patcher, expected), env.commit.commitTs)
         if (conditional === undefined) return yield* fail("invalid", `PATCH needs a URL of the form Type/id or Type?search`)

@@ -6,7 +6,26 @@
 import { Either } from "effect"
 import { copyJson, hasMember, isJsonObject, jsonEqual, member, removeMember, setMember } from "./json.ts"
 import { arrayIndex, formatPointer, parsePointer } from "./jsonPointer.ts"
-import { malformedPatch, type PatchProblem, unappliablePatch } from "./PatchProblem.ts"
+import { malformedPatch, type PatchProblem, tooCostlyPatch, unappliablePatch } from "./PatchProblem.ts"
+
+/**
+ * Values (members, array items, primitives) the `copy` operations of one patch may duplicate in all. A copy
+ * of the whole document into itself doubles it, so a few dozen would otherwise exhaust the memory.
+ */
+export const maxCopiedValues = 1_000_000
+
+/** The values in `value`, counted up to just past `budget`. */
+const valuesIn = (value: unknown, budget: number): number => {
+  let count = 0
+  const stack: Array<unknown> = [value]
+  while (stack.length > 0 && count <= budget) {
+    const current = stack.pop()
+    count++
+    if (Array.isArray(current)) for (const item of current) stack.push(item)
+    else if (isJsonObject(current)) for (const key in current) stack.push(current[key])
+  }
+  return count
+}
 
 interface Target {
   readonly text: string
@@ -188,7 +207,15 @@ const describe = (operation: Operation): string =>
 export const jsonPatch = (doc: unknown, operations: unknown): Either.Either<unknown, PatchProblem> =>
   Either.flatMap(parseOperations(operations), (parsed) => {
     let document: unknown = copyJson(doc)
+    let copied = 0
     for (const operation of parsed) {
+      if (operation.op === "copy") {
+        const source = valueAt(document, operation.from.tokens)
+        if (Either.isRight(source)) copied += valuesIn(source.right, maxCopiedValues - copied)
+        if (copied > maxCopiedValues) {
+          return Either.left(tooCostlyPatch(`JSON Patch operation ${operation.index} (${describe(operation)}): the copies of this patch duplicate more than ${maxCopiedValues} values`))
+        }
+      }
       const next = apply(document, operation)
       if (Either.isLeft(next)) {
         return Either.left(

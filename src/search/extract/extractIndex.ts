@@ -6,7 +6,9 @@
  * Bad data never throws: a value that cannot be read is skipped and counted. The compartments the resource
  * is in follow from its reference rows (`compartments.ts`).
  */
+import { Effect } from "effect"
 import type { Catalog } from "../../catalog/Catalog.ts"
+import { type Pacer, yieldToEventLoop } from "../../store/EventLoop.ts"
 import { compartmentRows } from "./compartments.ts"
 import type { CompositeRow, IndexRow, SkippedValue } from "./IndexRow.ts"
 import { type FhirNode, typed } from "./nodes.ts"
@@ -22,49 +24,108 @@ export interface Extraction {
   readonly skipped: ReadonlyArray<SkippedValue>
 }
 
+/** Where one extraction stands: the rows so far, what was skipped, and what each parameter step reads. */
+interface Extracting {
+  readonly plan: TypePlan
+  readonly resource: Readonly<Record<string, unknown>>
+  readonly rows: Array<IndexRow>
+  readonly skipped: Array<SkippedValue>
+  readonly ctx: ValueContext
+}
+
+const start = (resource: Readonly<Record<string, unknown>>, catalog: Catalog, engine: Engine): Extracting | undefined => {
+  const type = resource["resourceType"]
+  const plan = typeof type === "string" ? planFor(catalog, type, engine) : undefined
+  if (plan === undefined) return undefined
+  const skipped: Array<SkippedValue> = []
+  const ctx: ValueContext = { codeSystem: plan.codeSystem, canonical: plan.canonical, skip: (code, reason) => skipped.push({ code, reason }) }
+  return { plan, resource, rows: [], skipped, ctx }
+}
+
+/** Adds the rows of one parameter; stops early once it has more than `room` (the caller refuses the resource). */
+const extractParameter = (state: Extracting, parameter: ParameterPlan, room = Infinity): void => {
+  const { plan, resource, rows, ctx } = state
+  if (parameter.keys !== undefined && !parameter.keys.some((key) => resource[key] !== undefined)) return
+  let results: ReadonlyArray<unknown>
+  try {
+    results = parameter.evaluate(resource)
+  } catch (error) {
+    ctx.skip(parameter.param.code, `expression failed: ${String(error)}`)
+    return
+  }
+  const own: Array<IndexRow> = []
+  for (const result of results) {
+    if (own.length > room) break
+    const value = typed(result)
+    if (value === undefined) continue
+    if (parameter.param.type === "composite") composite(plan, parameter, value.node, own, ctx)
+    else for (const row of rowsOf(parameter.param.type, parameter.param.code, value, ctx)) own.push(row)
+  }
+  // The branches of a union are evaluated one by one (see compileBranches): drop the rows they share.
+  if (parameter.union && own.length > 1) {
+    const seen = new Set<string>()
+    for (const row of own) {
+      const key = JSON.stringify(row)
+      if (!seen.has(key)) {
+        seen.add(key)
+        rows.push(row)
+      }
+    }
+  } else for (const row of own) rows.push(row)
+}
+
+const finish = (state: Extracting, catalog: Catalog): Extraction => {
+  for (const row of compartmentRows(catalog, state.resource["resourceType"] as string, state.resource["id"], state.rows)) state.rows.push(row)
+  return { rows: state.rows, skipped: state.skipped }
+}
+
 /** The rows of `resource`, with what was skipped; no rows for a resource type the catalog does not know. */
 export const extractIndexReport = (
   resource: Readonly<Record<string, unknown>>,
   catalog: Catalog,
   engine: Engine = "compiled"
 ): Extraction => {
-  const type = resource["resourceType"]
-  const plan = typeof type === "string" ? planFor(catalog, type, engine) : undefined
-  if (plan === undefined) return { rows: [], skipped: [] }
-  const rows: Array<IndexRow> = []
-  const skipped: Array<SkippedValue> = []
-  const ctx: ValueContext = { codeSystem: plan.codeSystem, canonical: plan.canonical, skip: (code, reason) => skipped.push({ code, reason }) }
-  for (const parameter of plan.parameters) {
-    if (parameter.keys !== undefined && !parameter.keys.some((key) => resource[key] !== undefined)) continue
-    let results: ReadonlyArray<unknown>
-    try {
-      results = parameter.evaluate(resource)
-    } catch (error) {
-      ctx.skip(parameter.param.code, `expression failed: ${String(error)}`)
-      continue
-    }
-    const own: Array<IndexRow> = []
-    for (const result of results) {
-      const value = typed(result)
-      if (value === undefined) continue
-      if (parameter.param.type === "composite") composite(plan, parameter, value.node, own, ctx)
-      else for (const row of rowsOf(parameter.param.type, parameter.param.code, value, ctx)) own.push(row)
-    }
-    // The branches of a union are evaluated one by one (see compileBranches): drop the rows they share.
-    if (parameter.union && own.length > 1) {
-      const seen = new Set<string>()
-      for (const row of own) {
-        const key = JSON.stringify(row)
-        if (!seen.has(key)) {
-          seen.add(key)
-          rows.push(row)
-        }
-      }
-    } else for (const row of own) rows.push(row)
-  }
-  for (const row of compartmentRows(catalog, type as string, resource["id"], rows)) rows.push(row)
-  return { rows, skipped }
+  const state = start(resource, catalog, engine)
+  if (state === undefined) return { rows: [], skipped: [] }
+  for (const parameter of state.plan.parameters) extractParameter(state, parameter)
+  return finish(state, catalog)
 }
+
+/** A resource with more index rows than a write takes (`server.max_index_rows`): `rows` is how many were counted before stopping. */
+export class TooManyIndexRows {
+  readonly _tag = "TooManyIndexRows"
+  constructor(readonly rows: number, readonly limit: number) {}
+}
+
+/**
+ * `extractIndex` for a write: it yields to the event loop between parameters as `pacer` counts rows (a resource with
+ * thousands of values does not hold other requests up), and stops with `TooManyIndexRows` as soon as the
+ * rows pass `limit`.
+ */
+export const extractIndexPaced = (
+  resource: Readonly<Record<string, unknown>>,
+  catalog: Catalog,
+  limit: number,
+  pacer: Pacer
+): Effect.Effect<ReadonlyArray<IndexRow>, TooManyIndexRows> =>
+  Effect.suspend(() => {
+    const state = start(resource, catalog, "compiled")
+    if (state === undefined) return Effect.succeed([])
+    const parameters = state.plan.parameters
+    const step = (index: number): Effect.Effect<ReadonlyArray<IndexRow>, TooManyIndexRows> => {
+      let before = state.rows.length
+      for (let i = index; i < parameters.length; i++) {
+        extractParameter(state, parameters[i]!, limit - state.rows.length)
+        if (state.rows.length > limit) return Effect.fail(new TooManyIndexRows(state.rows.length, limit))
+        const added = state.rows.length - before
+        before = state.rows.length
+        if (added > 0 && pacer.due(added)) return Effect.zipRight(yieldToEventLoop, Effect.suspend(() => step(i + 1)))
+      }
+      const { rows } = finish(state, catalog)
+      return rows.length > limit ? Effect.fail(new TooManyIndexRows(rows.length, limit)) : Effect.succeed(rows)
+    }
+    return step(0)
+  })
 
 export const extractIndex = (resource: Readonly<Record<string, unknown>>, catalog: Catalog): ReadonlyArray<IndexRow> =>
   extractIndexReport(resource, catalog).rows

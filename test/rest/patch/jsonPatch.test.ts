@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
-import { jsonPatch } from "../../../src/rest/patch/jsonPatch.ts"
+import { jsonPatch, maxCopiedValues } from "../../../src/rest/patch/jsonPatch.ts"
 import { readSharedCases } from "./sharedCases.ts"
 
 interface SharedCase {
@@ -152,5 +152,21 @@ describe("JSON Patch: the input is never changed", () => {
     const doc = { a: [1, 2] }
     expect(Either.isLeft(jsonPatch(doc, [{ op: "remove", path: "/a/0" }, { op: "test", path: "/a/0", value: 1 }]))).toBe(true)
     expect(doc).toEqual({ a: [1, 2] })
+  })
+})
+
+describe("JSON Patch: copies are bounded", () => {
+  it("refuses a patch whose copies would duplicate more than maxCopiedValues values (each copy of the root doubles the document)", () => {
+    const doc = { name: Array.from({ length: 1000 }, (_, i) => ({ family: `F${i}` })) }
+    const doubling = Array.from({ length: 40 }, (_, i) => ({ op: "copy", from: "", path: `/copy${i}` }))
+    const problem = problemOf(jsonPatch(doc, doubling))
+    expect(problem.code).toBe("too-costly")
+    expect(problem.diagnostics).toContain(`more than ${maxCopiedValues} values`)
+  })
+
+  it("applies copies that stay within the bound", () => {
+    const doc = { name: [{ family: "A" }] }
+    const patched = Either.getOrThrow(jsonPatch(doc, [{ op: "copy", from: "", path: "/one" }, { op: "copy", from: "", path: "/two" }])) as Record<string, any>
+    expect(patched["two"]["one"]).toEqual({ name: [{ family: "A" }] })
   })
 })
