@@ -8,6 +8,7 @@ import v8 from "node:v8"
 import type { AppConfig } from "../config/AppConfig.ts"
 import { Database, layer as databaseLayer } from "../db/Database.ts"
 import { migrate } from "../db/Migrations.ts"
+import * as ProcessLock from "../db/ProcessLock.ts"
 import { CatalogService, layer as catalogLayer } from "../catalog/CatalogService.ts"
 import { CatalogReload, layer as catalogReloadLayer } from "../catalog/CatalogReload.ts"
 import { Backfill, layer as backfillLayer, progressDetails } from "../search/Backfill.ts"
@@ -36,7 +37,8 @@ export const databaseOptions = (config: AppConfig) => ({
   kind: config.database.kind,
   sqlitePath: config.database.sqlite_path,
   postgresUrl: config.database.postgres_url,
-  pool: config.cluster.db_pool
+  pool: config.cluster.db_pool,
+  statementTimeoutMs: config.database.statement_timeout_ms
 })
 
 /** The listen address of `server.bind` (validated by the configuration), IPv6 without brackets. */
@@ -71,6 +73,8 @@ export const start = (config: AppConfig) =>
     yield* Effect.logInfo("listening", address._tag === "TcpAddress" ? { host: address.hostname, port: address.port } : { path: address.path })
 
     yield* readiness.starting(Reasons.openingDatabase)
+    // Before anything reads or writes: a second process on the database stops here (exit status 3).
+    yield* ProcessLock.acquire(databaseOptions(config)).pipe(Scope.extend(databaseScope))
     const database = yield* Layer.buildWithScope(databaseLayer(databaseOptions(config)), databaseScope)
     const db = Context.get(database, Database)
     yield* readiness.starting(Reasons.migrating)
