@@ -19,6 +19,8 @@ export interface DatabaseOptions {
   readonly postgresUrl?: string | undefined
   /** SQLite: reader connections next to the one writer; Postgres: pool size. */
   readonly pool: number
+  /** Postgres: the most one statement may run (`statement_timeout`), in ms; 0 or unset sets none. */
+  readonly statementTimeoutMs?: number | undefined
 }
 
 export type Dialect = "sqlite" | "pg"
@@ -150,7 +152,7 @@ export const make = (
         if (options.postgresUrl === undefined || options.postgresUrl === "") {
           return yield* new DatabaseOpenError({ database: name, reason: "no Postgres URL is configured" })
         }
-        const opened = yield* openPostgres({ url: options.postgresUrl, pool: Math.max(1, options.pool) })
+        const opened = yield* openPostgres({ url: options.postgresUrl, pool: Math.max(1, options.pool), statementTimeoutMs: options.statementTimeoutMs })
         const writer: SqlClient.SqlClient = opened.client
         const withReader: Database["Type"]["withReader"] = (f) => f(writer)
         const stats = Effect.sync(() => ({
