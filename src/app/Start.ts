@@ -94,7 +94,7 @@ export const start = (config: AppConfig) =>
     const backfill = Context.get(indexing, Backfill)
     yield* indexForSearch(catalog).pipe(Effect.provide(indexing))
     // After the first indexing, so that its first refresh sees the index it plans searches over.
-    yield* Layer.buildWithScope(Layer.provide(statisticsLayer(), Layer.succeedContext(store)), databaseScope)
+    yield* Layer.buildWithScope(Layer.provide(statisticsLayer(), Layer.succeedContext(Context.merge(store, indexing))), databaseScope)
     const reload = yield* Layer.buildWithScope(
       Layer.provide(catalogReloadLayer, Layer.succeedContext(Context.mergeAll(store, catalogContext, indexing))),
       databaseScope

@@ -56,7 +56,12 @@ const gated = (options: EdgeOptions) =>
     }
     const app = yield* Ref.get(slot)
     if (Option.isNone(app)) return yield* notFound
-    return yield* app.value.pipe(
+    // The HTTP server runs a request uninterruptibly. A read (GET, HEAD) may be interrupted, so that a client
+    // that goes away cancels its database statement (docs/database.md, "Deadlines and cancels"); a write runs
+    // to its end, so that what it commits is answered for and published.
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const reading = request.method === "GET" || request.method === "HEAD"
+    return yield* (reading ? Effect.interruptible(app.value) : app.value).pipe(
       Effect.catchAllCause((cause) =>
         Effect.logError("request failed", cause).pipe(
           Effect.as(outcomeResponse("exception", "the server failed to answer this request; see its log"))
