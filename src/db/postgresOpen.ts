@@ -80,23 +80,53 @@ const makePool = (target: PostgresTarget, size: number, ssl: () => false | Tls.C
     Client: TlsClient
   })
   pool.on("error", () => {})
-  // The SQL client cancels the statement of an interrupted fiber (a client that went away, a deadline) with
+  // The SQL client cancels the statement of an interrupted fiber (a client that went away) with
   // `pg_cancel_backend` through `pool.query`, which waits for a free pool connection: when every connection
   // is busy, exactly when cancelling matters, it never got one. Such a cancel goes on a connection of its own.
+  // A cancel reaches whatever its backend runs when it arrives, and the SQL client hands the connection back
+  // as soon as the statement ends, cancel or not: so the connection serves no one else until the cancel has
+  // gone through, and is then closed instead of reused.
+  const checkedOut = new Map<number, pg.PoolClient>()
+  const processId = (client: pg.PoolClient): number | undefined => {
+    const pid: unknown = Reflect.get(client, "processID")
+    return typeof pid === "number" ? pid : undefined
+  }
+  pool.on("acquire", (client) => {
+    const pid = processId(client)
+    if (pid !== undefined) checkedOut.set(pid, client)
+  })
+  pool.on("release", (_error, client) => {
+    const pid = processId(client)
+    if (pid !== undefined && checkedOut.get(pid) === client) checkedOut.delete(pid)
+  })
   const query = pool.query.bind(pool) as (...args: Array<unknown>) => unknown
-  const cancelAside = (text: string, done: (error: Error | null) => void) => {
-    const client = new TlsClient({ connectionString: target.connectionString, application_name: "svc", connectionTimeoutMillis: Duration.toMillis(connectTimeout) })
+  const connectionString = target.connectionString
+  const cancelAside = (pid: number, done: (error: Error | null) => void) => {
+    const running = checkedOut.get(pid)
+    // Handed back already: its statement has ended, and nothing of it is left to cancel.
+    if (running === undefined) return done(null)
+    const release = running.release
+    let handedBack = false
+    let cancelled = false
+    running.release = () => {
+      handedBack = true
+      if (cancelled) release.call(running, true)
+    }
+    const client = new TlsClient({ connectionString: connectionString, application_name: "svc", connectionTimeoutMillis: Duration.toMillis(connectTimeout) })
     client.on("error", () => {})
     client.connect()
-      .then(() => client.query(text))
+      .then(() => client.query("SELECT pg_cancel_backend($1)", [pid]))
       .then(() => done(null), (error: Error) => done(error))
-      .finally(() => void client.end().catch(() => undefined))
+      .finally(() => {
+        cancelled = true
+        if (handedBack) release.call(running, true)
+        void client.end().catch(() => undefined)
+      })
   }
   pool.query = ((...args: Array<unknown>) => {
     const [text, done] = args
-    if (typeof text === "string" && cancelStatement.test(text) && typeof done === "function") {
-      return cancelAside(text, done as (error: Error | null) => void)
-    }
+    const cancel = typeof text === "string" ? cancelStatement.exec(text) : null
+    if (cancel !== null && typeof done === "function") return cancelAside(Number(cancel[1]), done as (error: Error | null) => void)
     return query(...args)
   }) as typeof pool.query
   return pool

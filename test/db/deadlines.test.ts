@@ -66,14 +66,19 @@ describe.skipIf(!pgAvailable)("deadlines and cancels on Postgres", () => {
       const database = yield* freshDatabase("postgres")
       const server = yield* startServerOn(database, { cluster: { db_pool: 1 } })
       const observer = yield* session(database.postgresUrl!)
-      yield* holdResources(database.postgresUrl!)
-      const abort = new AbortController()
-      const request = fetch(`${server.base}/Patient?family=Gone`, { signal: abort.signal }).catch(() => "aborted")
-      yield* untilWaiting(observer, 1)
-      abort.abort()
-      expect(yield* Effect.promise(() => request)).toBe("aborted")
-      // Still inside the lock: without a cancel the statement would wait for it until the deadline.
-      yield* untilWaiting(observer, 0)
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* holdResources(database.postgresUrl!)
+        const abort = new AbortController()
+        const request = fetch(`${server.base}/Patient?family=Gone`, { signal: abort.signal }).catch(() => "aborted")
+        yield* untilWaiting(observer, 1)
+        abort.abort()
+        expect(yield* Effect.promise(() => request)).toBe("aborted")
+        // Still inside the lock: without a cancel the statement would wait for it until the deadline.
+        yield* untilWaiting(observer, 0)
+      }))
+      // The one pool connection was closed after the cancel; the next request gets a fresh one, uncancelled.
+      const after = yield* call("GET", `${server.base}/Patient?family=Gone`)
+      expect(after.status).toBe(200)
     }).pipe(Effect.scoped), 120_000)
 
   it.live("a request that finds no free pool connection in time answers 503 transient with Retry-After", () =>
