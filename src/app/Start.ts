@@ -73,10 +73,10 @@ export const start = (config: AppConfig) =>
     yield* Effect.logInfo("listening", address._tag === "TcpAddress" ? { host: address.hostname, port: address.port } : { path: address.path })
 
     yield* readiness.starting(Reasons.openingDatabase)
-    // Before anything reads or writes: a second process on the database stops here (exit status 3).
-    yield* ProcessLock.acquire(databaseOptions(config)).pipe(Scope.extend(databaseScope))
     const database = yield* Layer.buildWithScope(databaseLayer(databaseOptions(config)), databaseScope)
     const db = Context.get(database, Database)
+    // Opened (with its own plain errors) but not yet read or written: a second process on the database stops here (exit status 3).
+    yield* ProcessLock.acquire(databaseOptions(config)).pipe(Scope.extend(databaseScope))
     yield* readiness.starting(Reasons.migrating)
     yield* migrate({ fhirVersion: config.fhir.version }).pipe(Effect.provide(database))
     const store = yield* Layer.buildWithScope(

@@ -1,5 +1,5 @@
 /**
- * One svc process per database (docs/operations.md, "One process per database"): the server takes a lock
+ * One svc process per database (docs/database.md, "One process per database"): the server takes a lock
  * the database system holds for it and drops when the process ends, however it ends (a kill -9 included),
  * and a second server on the same database is refused at start with `DatabaseInUse` (exit status 3).
  *

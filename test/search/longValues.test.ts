@@ -61,6 +61,8 @@ for (const backend of backendsUnderTest) {
           expect(yield* ids(`Patient?family=${q(family.slice(0, 40))}&_count=1000`)).toEqual(expect.arrayContaining([id, twin]))
           expect(yield* ids(`Patient?family=${q(family.slice(0, 9_996))}`)).toEqual([id])
           expect(yield* ids(`Patient?family:contains=${q("Zebra")}`)).toEqual([id])
+          expect(yield* ids(`Patient?_filter=${q(`family eq "${family}"`)}`)).toEqual([id])
+          expect(yield* ids(`Patient?_filter=${q(`family gt "${family.slice(0, 9_996)}"`)}&_id=${id},${twin}`)).toEqual([id])
           expect(yield* ids(`Patient?_id=${id},${twin}&_sort=-family`)).toEqual([id, twin].sort())
         }))
 

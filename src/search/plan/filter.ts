@@ -82,9 +82,10 @@ const compareCondition = (sql: SqlClient.SqlClient, type: string, expr: FilterCo
   switch (value.kind) {
     case "string": {
       const normalized = normalize(value.value)
-      // The whole text: the indexed column holds a bounded key (../indexKey.ts).
+      // The indexed column holds a bounded key (../indexKey.ts). A key orders against a value no longer than a
+      // key as its whole text does, so such a comparison keeps to the index; a longer value reads the whole.
       const whole = sql`coalesce(normalized_full, normalized)`
-      const column = binary(sql, whole)
+      const column = binary(sql, isLong(normalized) ? whole : sql`normalized`)
       switch (operator) {
         case "ew":
           return rows("search_string", sql`${whole} LIKE ${`%${escapeLike(normalized)}`} ESCAPE '\\'`)
