@@ -8,6 +8,7 @@ import v8 from "node:v8"
 import type { AppConfig } from "../config/AppConfig.ts"
 import { Database, layer as databaseLayer } from "../db/Database.ts"
 import { migrate } from "../db/Migrations.ts"
+import * as ProcessLock from "../db/ProcessLock.ts"
 import { CatalogService, layer as catalogLayer } from "../catalog/CatalogService.ts"
 import { CatalogReload, layer as catalogReloadLayer } from "../catalog/CatalogReload.ts"
 import { Backfill, layer as backfillLayer, progressDetails } from "../search/Backfill.ts"
@@ -36,7 +37,8 @@ export const databaseOptions = (config: AppConfig) => ({
   kind: config.database.kind,
   sqlitePath: config.database.sqlite_path,
   postgresUrl: config.database.postgres_url,
-  pool: config.cluster.db_pool
+  pool: config.cluster.db_pool,
+  statementTimeoutMs: config.database.statement_timeout_ms
 })
 
 /** The listen address of `server.bind` (validated by the configuration), IPv6 without brackets. */
@@ -73,6 +75,8 @@ export const start = (config: AppConfig) =>
     yield* readiness.starting(Reasons.openingDatabase)
     const database = yield* Layer.buildWithScope(databaseLayer(databaseOptions(config)), databaseScope)
     const db = Context.get(database, Database)
+    // Opened (with its own plain errors) but not yet read or written: a second process on the database stops here (exit status 3).
+    yield* ProcessLock.acquire(databaseOptions(config)).pipe(Scope.extend(databaseScope))
     yield* readiness.starting(Reasons.migrating)
     yield* migrate({ fhirVersion: config.fhir.version }).pipe(Effect.provide(database))
     const store = yield* Layer.buildWithScope(
@@ -90,7 +94,7 @@ export const start = (config: AppConfig) =>
     const backfill = Context.get(indexing, Backfill)
     yield* indexForSearch(catalog).pipe(Effect.provide(indexing))
     // After the first indexing, so that its first refresh sees the index it plans searches over.
-    yield* Layer.buildWithScope(Layer.provide(statisticsLayer(), Layer.succeedContext(store)), databaseScope)
+    yield* Layer.buildWithScope(Layer.provide(statisticsLayer(), Layer.succeedContext(Context.merge(store, indexing))), databaseScope)
     const reload = yield* Layer.buildWithScope(
       Layer.provide(catalogReloadLayer, Layer.succeedContext(Context.mergeAll(store, catalogContext, indexing))),
       databaseScope

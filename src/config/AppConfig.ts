@@ -54,7 +54,9 @@ export const ServerSection = Schema.Struct({
 export const DatabaseSection = Schema.Struct({
   kind: def(DatabaseKind, "sqlite"),
   sqlite_path: def(text, "svc.sqlite"),
-  postgres_url: opt(postgresUrl)
+  postgres_url: opt(postgresUrl),
+  // The most one statement may run, in milliseconds (Postgres `statement_timeout`); 0 sets none.
+  statement_timeout_ms: def(int(0), 30_000)
 })
 
 export const ClusterSection = Schema.Struct({

@@ -7,6 +7,7 @@
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Effect, Layer, Queue, Ref, type Scope } from "effect"
+import * as Path from "node:path"
 import { causeText, DatabaseError, DatabaseOpenError } from "./errors.ts"
 import { openPostgres } from "./postgresOpen.ts"
 import { maskUrl } from "./postgresTls.ts"
@@ -18,6 +19,8 @@ export interface DatabaseOptions {
   readonly postgresUrl?: string | undefined
   /** SQLite: reader connections next to the one writer; Postgres: pool size. */
   readonly pool: number
+  /** Postgres: the most one statement may run (`statement_timeout`), in ms; 0 or unset sets none. */
+  readonly statementTimeoutMs?: number | undefined
 }
 
 export type Dialect = "sqlite" | "pg"
@@ -25,8 +28,8 @@ export type Dialect = "sqlite" | "pg"
 export interface DatabaseStats {
   readonly kind: DatabaseOptions["kind"]
   readonly dialect: Dialect
-  /** The database as shown to users (any password masked). */
-  readonly database: string
+  /** Where the database is, redacted for `/healthz?verbose=1` (`databaseLocation`). */
+  readonly location: string
   /** The configured `cluster.db_pool`. */
   readonly pool: number
   /** Connections open for reads now (memory: 0, reads share the writer). */
@@ -67,6 +70,30 @@ export const describeDatabase = (options: DatabaseOptions): string => {
   }
 }
 
+/**
+ * Where the database is, as `/healthz?verbose=1` shows it to whoever may read it: `memory`, a SQLite
+ * file's name without its directory, or a Postgres server's host, port and database name (never the
+ * user, the password or the connection parameters, which may name key files).
+ */
+export const databaseLocation = (options: DatabaseOptions): string => {
+  switch (options.kind) {
+    case "memory":
+      return "memory"
+    case "sqlite":
+      return Path.basename(options.sqlitePath)
+    case "postgres": {
+      try {
+        const url = new URL(options.postgresUrl ?? "")
+        const database = decodeURIComponent(url.pathname.replace(/^\//, ""))
+        const host = url.hostname === "" ? (url.searchParams.get("host") ?? "") : url.host
+        return `${host}/${database}`
+      } catch {
+        return "postgres"
+      }
+    }
+  }
+}
+
 const dialectOf = (kind: DatabaseOptions["kind"]): Dialect => (kind === "postgres" ? "pg" : "sqlite")
 
 /** A fixed set of reader connections handed out one fiber at a time. */
@@ -99,7 +126,7 @@ export const make = (
   Effect.gen(function*() {
     const name = describeDatabase(options)
     const common = { kind: options.kind, dialect: dialectOf(options.kind), name }
-    const statsBase = { kind: options.kind, dialect: common.dialect, database: name, pool: options.pool }
+    const statsBase = { kind: options.kind, dialect: common.dialect, location: databaseLocation(options), pool: options.pool }
     switch (options.kind) {
       case "memory": {
         const writer = yield* openSqlite({ filename: ":memory:", database: name, readonly: false })
@@ -125,7 +152,7 @@ export const make = (
         if (options.postgresUrl === undefined || options.postgresUrl === "") {
           return yield* new DatabaseOpenError({ database: name, reason: "no Postgres URL is configured" })
         }
-        const opened = yield* openPostgres({ url: options.postgresUrl, pool: Math.max(1, options.pool) })
+        const opened = yield* openPostgres({ url: options.postgresUrl, pool: Math.max(1, options.pool), statementTimeoutMs: options.statementTimeoutMs })
         const writer: SqlClient.SqlClient = opened.client
         const withReader: Database["Type"]["withReader"] = (f) => f(writer)
         const stats = Effect.sync(() => ({

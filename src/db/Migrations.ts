@@ -196,7 +196,11 @@ export const migrate = Effect.fn("Migrations.migrate")(function*(options: {
   const known = options.migrations ?? (yield* loadMigrations(db.dialect))
   const dbError = (error: SqlError) => new DatabaseError({ operation: "migration", reason: causeText(error) })
   const result = yield* sql.withTransaction(Effect.gen(function*() {
-    if (db.dialect === "pg") yield* sql`SELECT pg_advisory_xact_lock(${migrationLockKey})`.pipe(Effect.mapError(dbError))
+    if (db.dialect === "pg") {
+      yield* sql`SELECT pg_advisory_xact_lock(${migrationLockKey})`.pipe(Effect.mapError(dbError))
+      // A migration may rewrite a whole table: `database.statement_timeout_ms` is for requests, not for it.
+      yield* sql`SET LOCAL statement_timeout = 0`.pipe(Effect.mapError(dbError))
+    }
     const state = yield* readState(sql).pipe(Effect.mapError(dbError))
     const p = plan(known, state.recorded)
     const reasons = refusals(p, state, options.fhirVersion)

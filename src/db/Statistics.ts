@@ -4,10 +4,14 @@
  * (a chain, `_has`) can be planned as nested loops over every row and take minutes instead of milliseconds.
  * Postgres gathers them with autovacuum only where it is on; SQLite only when asked. So the server refreshes
  * them once at start and again in the background whenever the resources written since the last refresh
- * exceed a share of what was there (Postgres's autovacuum rule, in resources rather than rows).
+ * exceed a share of what was there (Postgres's autovacuum rule, in resources rather than rows), and after a
+ * search index backfill that indexed as many resources (it rewrites index rows without writing a resource).
+ * The refresh at start finishes before the server serves: a database loaded or restored without statistics
+ * gets them before its first search is planned.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, Layer, PubSub, Queue, Ref, SubscriptionRef } from "effect"
+import { Context, Effect, Layer, Option, PubSub, Queue, Ref, Stream, SubscriptionRef } from "effect"
+import { Backfill } from "../search/Backfill.ts"
 import { Writer } from "../store/Writer.ts"
 import { Database } from "./Database.ts"
 
@@ -38,8 +42,9 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
     const refreshes = yield* SubscriptionRef.make(0)
     const countResources = Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources`, (rows) => Number(rows[0]?.n ?? 0))
     const analyze = db.dialect === "pg"
-      // Postgres samples each table, and ANALYZE takes no lock that blocks reads or writes.
-      ? sql`ANALYZE`.pipe(Effect.asVoid)
+      // Postgres samples each table, and ANALYZE takes no lock that blocks reads or writes. The statement
+      // deadline (database.statement_timeout_ms) is for requests: a large database may take longer.
+      ? sql.withTransaction(Effect.zipRight(sql`SET LOCAL statement_timeout = 0`, sql`ANALYZE`)).pipe(Effect.asVoid)
       : writer.exclusive(Effect.zipRight(sql.unsafe(`PRAGMA analysis_limit = ${sqliteAnalysisLimit}`), sql`ANALYZE`).pipe(Effect.asVoid))
     const sinceRefresh = yield* Ref.make(0)
     const atRefresh = yield* Ref.make(0)
@@ -71,9 +76,19 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
       Effect.forever,
       Effect.forkScoped
     )
-    yield* Queue.offer(wanted, undefined)
+    const backfill = yield* Effect.serviceOption(Backfill)
+    if (Option.isSome(backfill)) {
+      yield* backfill.value.changes.pipe(
+        // The resources a job indexed, when it ends.
+        Stream.mapAccum(false, (wasRunning, progress) => [progress.running, wasRunning && !progress.running ? progress.done : 0] as const),
+        Stream.filter((indexed) => indexed >= options.base),
+        Stream.runForEach(() => Queue.offer(wanted, undefined)),
+        Effect.forkScoped
+      )
+    }
+    yield* refresh.pipe(Effect.catchAllCause((cause) => Effect.logWarning("refreshing the planner statistics failed", cause)))
     return Statistics.of({ refresh, refreshes })
   })
 
-/** Needs the Database and the Writer; refreshes once at start, in the background. */
+/** Needs the Database and the Writer, and follows the Backfill when there is one; refreshes once at start. */
 export const layer = (options: StatisticsOptions = defaultStatisticsOptions) => Layer.scoped(Statistics, make(options))

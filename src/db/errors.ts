@@ -59,3 +59,28 @@ export const causeText = (cause: unknown): string => {
   }
   return String(cause)
 }
+
+/** Another svc process holds the database (src/db/ProcessLock.ts): this one must not start. Exit status 3. */
+export class DatabaseInUse extends Schema.TaggedError<DatabaseInUse>()("DatabaseInUse", {
+  database: Schema.String
+}) {
+  override get message(): string {
+    return `database ${this.database} is in use by another svc process; stop it first (one process per database)`
+  }
+}
+
+/**
+ * Whether a failed statement hit one of the database's limits (docs/database.md, "Deadlines"): it ran past
+ * `database.statement_timeout_ms` ("deadline"; Postgres error 57014 from the statement timeout), or no pool
+ * connection was free in time ("pool"). Undefined for any other failure.
+ */
+export const databaseLimit = (error: unknown): "deadline" | "pool" | undefined => {
+  for (let at: unknown = error, depth = 0; typeof at === "object" && at !== null && depth < 5; depth++) {
+    const code = "code" in at ? at.code : undefined
+    const message = "message" in at && typeof at.message === "string" ? at.message : ""
+    if (code === "57014" && message.includes("statement timeout")) return "deadline"
+    if (message.includes("timeout exceeded when trying to connect")) return "pool"
+    at = "cause" in at ? at.cause : undefined
+  }
+  return undefined
+}

@@ -49,6 +49,8 @@ export const postgresReason = (cause: unknown, target: PostgresTarget): string =
 export interface PostgresOpenOptions {
   readonly url: string
   readonly pool: number
+  /** `statement_timeout` of every pool connection, in ms; 0 or unset sets none. */
+  readonly statementTimeoutMs?: number | undefined
 }
 
 export interface OpenedPostgres {
@@ -57,7 +59,12 @@ export interface OpenedPostgres {
   readonly tls: boolean
 }
 
-const makePool = (target: PostgresTarget, size: number, ssl: () => false | Tls.ConnectionOptions): pg.Pool => {
+/** How long a statement waits for a pool connection before it fails (and the request answers 503). */
+export const poolWait = connectTimeout
+
+const cancelStatement = /^SELECT pg_cancel_backend\((\d+)\)$/
+
+const makePool = (target: PostgresTarget, size: number, ssl: () => false | Tls.ConnectionOptions, statementTimeoutMs: number): pg.Pool => {
   // A client class of our own so each new connection takes the current (possibly rotated) certificates.
   class TlsClient extends pg.Client {
     constructor(config?: pg.ClientConfig) {
@@ -67,11 +74,61 @@ const makePool = (target: PostgresTarget, size: number, ssl: () => false | Tls.C
   const pool = new pg.Pool({
     connectionString: target.connectionString,
     max: size,
-    connectionTimeoutMillis: Duration.toMillis(connectTimeout),
+    connectionTimeoutMillis: Duration.toMillis(poolWait),
     application_name: "svc",
+    ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
     Client: TlsClient
   })
   pool.on("error", () => {})
+  // The SQL client cancels the statement of an interrupted fiber (a client that went away) with
+  // `pg_cancel_backend` through `pool.query`, which waits for a free pool connection: when every connection
+  // is busy, exactly when cancelling matters, it never got one. Such a cancel goes on a connection of its own.
+  // A cancel reaches whatever its backend runs when it arrives, and the SQL client hands the connection back
+  // as soon as the statement ends, cancel or not: so the connection serves no one else until the cancel has
+  // gone through, and is then closed instead of reused.
+  const checkedOut = new Map<number, pg.PoolClient>()
+  const processId = (client: pg.PoolClient): number | undefined => {
+    const pid: unknown = Reflect.get(client, "processID")
+    return typeof pid === "number" ? pid : undefined
+  }
+  pool.on("acquire", (client) => {
+    const pid = processId(client)
+    if (pid !== undefined) checkedOut.set(pid, client)
+  })
+  pool.on("release", (_error, client) => {
+    const pid = processId(client)
+    if (pid !== undefined && checkedOut.get(pid) === client) checkedOut.delete(pid)
+  })
+  const query = pool.query.bind(pool) as (...args: Array<unknown>) => unknown
+  const connectionString = target.connectionString
+  const cancelAside = (pid: number, done: (error: Error | null) => void) => {
+    const running = checkedOut.get(pid)
+    // Handed back already: its statement has ended, and nothing of it is left to cancel.
+    if (running === undefined) return done(null)
+    const release = running.release
+    let handedBack = false
+    let cancelled = false
+    running.release = () => {
+      handedBack = true
+      if (cancelled) release.call(running, true)
+    }
+    const client = new TlsClient({ connectionString: connectionString, application_name: "svc", connectionTimeoutMillis: Duration.toMillis(connectTimeout) })
+    client.on("error", () => {})
+    client.connect()
+      .then(() => client.query("SELECT pg_cancel_backend($1)", [pid]))
+      .then(() => done(null), (error: Error) => done(error))
+      .finally(() => {
+        cancelled = true
+        if (handedBack) release.call(running, true)
+        void client.end().catch(() => undefined)
+      })
+  }
+  pool.query = ((...args: Array<unknown>) => {
+    const [text, done] = args
+    const cancel = typeof text === "string" ? cancelStatement.exec(text) : null
+    if (cancel !== null && typeof done === "function") return cancelAside(Number(cancel[1]), done as (error: Error | null) => void)
+    return query(...args)
+  }) as typeof pool.query
   return pool
 }
 
@@ -98,7 +155,7 @@ export const openPostgres = (
     }
     const connect = (useTls: boolean) =>
       Effect.acquireRelease(
-        Effect.sync(() => makePool(target, options.pool, useTls ? current : () => false)),
+        Effect.sync(() => makePool(target, options.pool, useTls ? current : () => false, options.statementTimeoutMs ?? 0)),
         // A release runs uninterruptibly: without `interruptible` the timeout would wait for `end` all the same.
         (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000), Effect.ignore)
       ).pipe(Effect.tap((pool) =>
@@ -122,4 +179,39 @@ export const openPostgres = (
       applicationName: "svc"
     }).pipe(Effect.catchAllCause((cause) => fail(causeText(Cause.squash(cause)))))
     return { client, pool: opened.pool, tls: opened.tls }
+  })
+
+/**
+ * One connection of its own, outside the pool, with the URL's TLS settings: for what must live as long
+ * as the process (the process lock's session). Closed when the scope closes.
+ */
+export const openSession = (url: string): Effect.Effect<pg.Client, DatabaseOpenError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const fail = (reason: string) => new DatabaseOpenError({ database: maskUrl(url), reason })
+    const target = yield* Either.match(parsePostgresUrl(url), { onLeft: (reason) => Effect.fail(fail(reason)), onRight: Effect.succeed })
+    const ssl = yield* Effect.try({ try: tlsLoader(target), catch: (cause) => fail(causeText(cause)) })
+    const connect = (tls: false | Tls.ConnectionOptions) =>
+      Effect.acquireRelease(
+        Effect.tryPromise({
+          try: async () => {
+            const client = new pg.Client({ connectionString: target.connectionString, ssl: tls, application_name: "svc", connectionTimeoutMillis: Duration.toMillis(connectTimeout) })
+            client.on("error", () => {})
+            try {
+              await client.connect()
+            } catch (cause) {
+              await client.end().catch(() => undefined)
+              throw cause
+            }
+            return client
+          },
+          catch: (cause): unknown => cause
+        }),
+        (client) => Effect.promise(() => client.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000), Effect.ignore)
+      )
+    return yield* connect(ssl).pipe(
+      Effect.catchAll((cause) =>
+        ssl !== false && target.mode === "prefer" && causeText(cause) === "The server does not support SSL connections" ? connect(false) : Effect.fail(cause)
+      ),
+      Effect.mapError((cause) => fail(postgresReason(cause, target)))
+    )
   })

@@ -7,7 +7,7 @@
  */
 import { HttpApp, HttpIncomingMessage, HttpMiddleware, HttpServer, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Duration, Effect, Layer, Option, Ref, Schema } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Option, Ref, Schema } from "effect"
 import { constTrue } from "effect/Function"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { answerClientError, maxHeaderBytes } from "./ClientError.ts"
@@ -56,11 +56,19 @@ const gated = (options: EdgeOptions) =>
     }
     const app = yield* Ref.get(slot)
     if (Option.isNone(app)) return yield* notFound
-    return yield* app.value.pipe(
+    // The HTTP server runs a request uninterruptibly. A read (GET, HEAD) may be interrupted, so that a client
+    // that goes away cancels its database statement (docs/database.md, "Deadlines and cancels"); a write runs
+    // to its end, so that what it commits is answered for and published.
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const reading = request.method === "GET" || request.method === "HEAD"
+    return yield* (reading ? Effect.interruptible(app.value) : app.value).pipe(
       Effect.catchAllCause((cause) =>
-        Effect.logError("request failed", cause).pipe(
-          Effect.as(outcomeResponse("exception", "the server failed to answer this request; see its log"))
-        )
+        // Interrupted: the client went away. Nobody reads the answer; the request log shows 499 (client closed request).
+        Cause.isInterruptedOnly(cause)
+          ? Effect.succeed(outcomeResponse("transient", "the client closed the connection before the answer", { status: 499 }))
+          : Effect.logError("request failed", cause).pipe(
+            Effect.as(outcomeResponse("exception", "the server failed to answer this request; see its log"))
+          )
       )
     )
   }).pipe(HttpIncomingMessage.withMaxBodySize(Option.some(options.maxBodyBytes)))

@@ -6,6 +6,7 @@ import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Clock, Effect, Ref } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { CatalogService } from "../catalog/CatalogService.ts"
+import { databaseLimit } from "../db/errors.ts"
 import { instantOf } from "../store/ResourceStore.ts"
 import { capabilityStatement } from "./capabilities.ts"
 import { compartmentSearch } from "./compartment.ts"
@@ -236,10 +237,26 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
       const isSearch = isSearchPath(catalog, segments, http.method)
       return yield* route(request, segments, capabilities).pipe(
         Effect.catchTag("FhirError", (error) => Effect.succeed(errorResponse(error, negotiated, catalog))),
-        Effect.catchTag("SqlError", (error) =>
-          Effect.logError("database error", error.cause).pipe(
-            Effect.as(errorResponse(fail("exception", "the database failed to answer this request; see the server log"), negotiated, catalog))
-          )),
+        Effect.catchTag("SqlError", (error) => {
+          switch (databaseLimit(error)) {
+            case "deadline":
+              return Effect.logWarning("a statement ran past its deadline (database.statement_timeout_ms)").pipe(
+                Effect.as(errorResponse(fail("too-costly", "the database did not answer within the statement deadline (database.statement_timeout_ms): narrow the request, or try again later", 503), negotiated, catalog))
+              )
+            case "pool":
+              return Effect.logWarning("no database connection was free in time").pipe(
+                Effect.as(HttpServerResponse.setHeader(
+                  errorResponse(fail("transient", "the server is busy: no database connection was free in time; try again shortly"), negotiated, catalog),
+                  "retry-after",
+                  "1"
+                ))
+              )
+            default:
+              return Effect.logError("database error", error.cause).pipe(
+                Effect.as(errorResponse(fail("exception", "the database failed to answer this request; see the server log"), negotiated, catalog))
+              )
+          }
+        }),
         Effect.map((response) => (isSearch ? HttpServerResponse.setHeader(response, "vary", "Prefer") : response))
       )
     })

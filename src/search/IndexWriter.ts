@@ -8,6 +8,7 @@ import { Effect } from "effect"
 import { insertMany, type WriteBatch } from "../store/WriteBatch.ts"
 import type { IndexRow } from "./extract/IndexRow.ts"
 import { words } from "./extract/values.ts"
+import { fullText, keyOf } from "./indexKey.ts"
 
 export const indexTables = [
   "search_token", "search_string", "search_date", "search_number", "search_quantity",
@@ -34,15 +35,18 @@ const rowOf = (rkey: number, type: string, row: IndexRow): readonly [Table, Reco
         rkey,
         type,
         param,
-        system: row.system,
-        value: row.value,
+        // Bounded keys where the lookup index reads them, the whole text beside a cut key (indexKey.ts).
+        system: keyOf(row.system),
+        value: keyOf(row.value),
+        system_full: fullText(row.system),
+        value_full: fullText(row.value),
         // Normalised like strings: what `:text` compares.
         display: row.display == null ? null : displayWords(row.display),
         type_system: row.identifierType?.system ?? null,
         type_code: row.identifierType?.code ?? null
       }]
     case "string":
-      return ["search_string", { rkey, type, param, normalized: row.normalized, exact: row.exact }]
+      return ["search_string", { rkey, type, param, normalized: keyOf(row.normalized), normalized_full: fullText(row.normalized), exact: row.exact }]
     case "date":
       return ["search_date", { rkey, type, param, low: row.low, high: row.high }]
     case "number":
@@ -71,7 +75,7 @@ const rowOf = (rkey: number, type: string, row: IndexRow): readonly [Table, Reco
         identifier_value: row.identifier?.value ?? null
       }]
     case "uri":
-      return ["search_uri", { rkey, type, param, value: row.value }]
+      return ["search_uri", { rkey, type, param, value: keyOf(row.value), value_full: fullText(row.value) }]
     case "composite":
       return ["search_composite", { rkey, type, param, parts: JSON.stringify(row.parts) }]
     case "near":

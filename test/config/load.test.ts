@@ -23,7 +23,7 @@ layer(NodeFileSystem.layer)("loadAppConfig", (it) => {
           max_patch_operations: 1000,
           log_level: "info"
         })
-        expect(config.database).toEqual({ kind: "sqlite", sqlite_path: "svc.sqlite" })
+        expect(config.database).toEqual({ kind: "sqlite", sqlite_path: "svc.sqlite", statement_timeout_ms: 30000 })
         expect(config.cluster).toEqual({ role: "primary", db_pool: 4 })
         expect(config.conformance.reference_policy).toBe("strict")
         expect(config.conformance.update_as_create).toBe(false)
@@ -240,7 +240,7 @@ layer(NodeFileSystem.layer)("loadAppConfig", (it) => {
         const { config } = yield* loadToml(`[database]\nkind = "postgres"\npostgres_url = "postgres://svc@db/svc"\n`, {
           flags: { database: { kind: "sqlite", sqlite_path: "x.sqlite" } }
         })
-        expect(config.database).toEqual({ kind: "sqlite", sqlite_path: "x.sqlite" })
+        expect(config.database).toEqual({ kind: "sqlite", sqlite_path: "x.sqlite", statement_timeout_ms: 30000 })
         expect(config.cluster.db_pool).toBe(4)
       }))
 
@@ -250,7 +250,7 @@ layer(NodeFileSystem.layer)("loadAppConfig", (it) => {
           env: { SVC_POSTGRES_URL: "postgres://svc@db/svc" },
           flags: { database: { kind: "memory" } }
         })
-        expect(config.database).toEqual({ kind: "memory", sqlite_path: "svc.sqlite" })
+        expect(config.database).toEqual({ kind: "memory", sqlite_path: "svc.sqlite", statement_timeout_ms: 30000 })
       }))
   })
 

@@ -6,6 +6,7 @@ import * as Path from "node:path"
 import { Database, type DatabaseOptions, layer } from "../../src/db/Database.ts"
 import { formatStatus, status, statusExitCode } from "../../src/db/MigrationStatus.ts"
 import { checksumOf, loadMigrations, type Migration, migrate, readState } from "../../src/db/Migrations.ts"
+import { fullText, indexKey } from "../../src/search/indexKey.ts"
 import { buildVersion } from "../../src/version.ts"
 import { backends, freshDatabase } from "../support/backends.ts"
 
@@ -80,6 +81,31 @@ describe("Migrations", () => {
             yield* Effect.flip(migrate({ fhirVersion: "r4", migrations: [...known, broken] }))
             expect((yield* state).recorded.map((r) => r.version)).toEqual(yield* shipped)
             expect(yield* tableNames).not.toContain("half_done")
+          }))
+        }))
+
+      it.scoped("0008 cuts the long index values a database already holds to the keys the server writes, keeping the whole text", () =>
+        Effect.gen(function*() {
+          const options = yield* freshDatabase(backend.kind)
+          const known = yield* loadMigrations(dialect)
+          yield* withDatabase(options, Effect.gen(function*() {
+            const sql = yield* SqlClient.SqlClient
+            yield* migrate({ fhirVersion: "r4", migrations: known.filter((m) => m.version < 8) })
+            // Code points beyond the Basic Multilingual Plane count as one, in SQL as in the server.
+            const long = "\u{1F600}é".repeat(300)
+            const short = "a".repeat(256)
+            yield* sql`INSERT INTO search_token (rkey, type, param, system, value) VALUES (1, 'Patient', 'identifier', ${long}, ${short})`
+            yield* sql`INSERT INTO search_string (rkey, type, param, normalized, exact) VALUES (1, 'Patient', 'family', ${long}, ${long})`
+            yield* sql`INSERT INTO search_uri (rkey, type, param, value) VALUES (1, 'ValueSet', 'url', ${`urn:${long}`})`
+            yield* migrate({ fhirVersion: "r4", migrations: known })
+            expect(yield* sql`SELECT system, system_full, value, value_full FROM search_token`).toEqual([
+              { system: indexKey(long), system_full: long, value: short, value_full: null }
+            ])
+            expect(yield* sql`SELECT normalized, normalized_full, exact FROM search_string`).toEqual([
+              { normalized: indexKey(long), normalized_full: fullText(long), exact: long }
+            ])
+            expect(yield* sql`SELECT value, value_full FROM search_uri`).toEqual([{ value: indexKey(`urn:${long}`), value_full: `urn:${long}` }])
+            expect(indexKey(long)).not.toBe(long)
           }))
         }))
 

@@ -1,5 +1,6 @@
 /**
- * The planner statistics refresh themselves: once at start, then after enough writes, in the background,
+ * The planner statistics refresh themselves: once at start (before the layer is ready), then after enough
+ * writes or a large search index backfill, in the background,
  * on every backend. Followed through `refreshes` (no waiting on the clock).
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -7,6 +8,13 @@ import { Effect, Layer, Stream, SubscriptionRef } from "effect"
 import { Database } from "../../src/db/Database.ts"
 import { layer as statisticsLayer, Statistics } from "../../src/db/Statistics.ts"
 import { Writer } from "../../src/store/Writer.ts"
+import { build } from "../../src/catalog/Catalog.ts"
+import { createCommand, runCommand } from "../../src/rest/commands.ts"
+import { Backfill, layer as backfillLayer } from "../../src/search/Backfill.ts"
+import { referenceCheck } from "../../src/validation/referencePolicy.ts"
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { backends } from "../support/backends.ts"
 import { withStore } from "../support/store.ts"
 
@@ -39,6 +47,28 @@ const hasStatistics = Effect.gen(function*() {
   return Number(rows[0]?.n) > 0
 })
 
+// "#" would start a URL fragment: join the folder name as a path.
+const folder = join(fileURLToPath(new URL("../fixtures/packages/mirror/", import.meta.url)), "hl7.fhir.r4.core#4.0.1", "package")
+const core = readdirSync(folder).filter((file) => file !== "package.json").map((file) => JSON.parse(readFileSync(join(folder, file), "utf8")))
+const surname = {
+  resourceType: "SearchParameter", id: "patient-surname", url: "http://example.org/fhir/SearchParameter/patient-surname",
+  status: "active", code: "surname", base: ["Patient"], type: "string", expression: "Patient.name.family"
+}
+/** The fixture catalog, then the same with a new Patient parameter, which a backfill indexes. */
+const before = build(core, 1)
+const after = build([...core, surname], 2)
+
+const createPatients = (count: number) =>
+  Effect.gen(function*() {
+    const { writer: sql } = yield* Database
+    const writer = yield* Writer
+    for (let i = 0; i < count; i++) {
+      yield* writer.commit((commit) =>
+        runCommand({ sql, catalog: before, updateAsCreate: false, base: "", references: referenceCheck("fhir", "", before), commit }, (env) =>
+          createCommand(env, "Patient", { resourceType: "Patient", name: [{ family: `F${i}` }] })))
+    }
+  })
+
 describe("planner statistics", () => {
   for (const backend of backends) {
     it.scoped.skipIf(backend.skip)(`${backend.kind}: refreshed at start, then after base + 10% of the resources changed`, () =>
@@ -61,6 +91,23 @@ describe("planner statistics", () => {
           yield* (yield* Statistics).refresh
           expect(yield* SubscriptionRef.get(refreshes)).toBe(3)
         }).pipe(Effect.provide(statistics))
+      })), 60_000)
+  }
+
+  for (const backend of backends) {
+    it.scoped.skipIf(backend.skip)(`${backend.kind}: refreshed after a backfill that indexed at least the base count, which writes no resource`, () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        yield* createPatients(4)
+        const backfill = yield* Layer.build(backfillLayer({ batchSize: 2 }))
+        const statistics = yield* Layer.build(statisticsLayer({ base: 3, fraction: 0.1 }).pipe(Layer.provide(Layer.succeedContext(backfill))))
+        yield* Effect.gen(function*() {
+          const { refreshes } = yield* Statistics
+          expect(yield* SubscriptionRef.get(refreshes)).toBe(1)
+          yield* (yield* Backfill).request(after)
+          yield* (yield* Backfill).idle
+          // No resource was written since the refresh at start: only the backfill asks for this one.
+          yield* refreshed(2)
+        }).pipe(Effect.provide(statistics), Effect.provide(backfill))
       })), 60_000)
   }
 })

@@ -49,6 +49,7 @@ export const startServerOn = (database: DatabaseOptions, settings: FlagSettings 
         ...settings,
         server: { bind: "127.0.0.1:0", ...settings.server },
         database: {
+          ...settings.database,
           kind,
           ...(database.sqlitePath ? { sqlite_path: database.sqlitePath } : {}),
           ...(database.postgresUrl ? { postgres_url: database.postgresUrl } : {})

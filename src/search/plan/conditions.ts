@@ -8,12 +8,35 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
 import { toCanonical } from "../extract/ucum.ts"
 import { normalize, words } from "../extract/values.ts"
+import { indexKey, isLong } from "../indexKey.ts"
 import type { Clause, NearValue, Prefix, QuantityValue, Value } from "../parse/SearchRequest.ts"
 
 type Fragment = Statement.Fragment
 
-/** A column of the row a value is matched against: a table column, or a field of a composite's part. */
-type Column = (name: string, numeric?: boolean) => Fragment
+/**
+ * A column of the row a value is matched against: a table column, or a field of a composite's part.
+ * `keyed`: the text columns hold bounded keys with the whole text in a `_full` twin (../indexKey.ts);
+ * a composite's parts hold whole texts.
+ */
+type Column = ((name: string, numeric?: boolean) => Fragment) & { readonly keyed: boolean }
+
+const column = (keyed: boolean, f: (name: string, numeric?: boolean) => Fragment): Column => Object.assign(f, { keyed })
+
+/** `name = text` on a text column: on a keyed column, the key finds the rows and a long text is checked whole. */
+const textEquals = (sql: SqlClient.SqlClient, col: Column, name: string, text: string): Fragment =>
+  col.keyed && isLong(text) ? sql`(${col(name)} = ${indexKey(text)} AND ${col(`${name}_full`)} = ${text})` : sql`${col(name)} = ${text}`
+
+/** The whole text of a keyed column, for what its key cannot answer (`LIKE`, `substr`). */
+const wholeText = (sql: SqlClient.SqlClient, col: Column, name: string): Fragment =>
+  col.keyed ? sql`coalesce(${col(`${name}_full`)}, ${col(name)})` : col(name)
+
+/** `name` starts with `prefix` (a half-open range, which the lookup index answers), as with `textEquals`. */
+const textStarts = (sql: SqlClient.SqlClient, col: Column, name: string, prefix: string): Fragment => {
+  const range = (c: Fragment, low: string) => sql`(${c} >= ${low} AND ${c} < ${`${low}\uffff`})`
+  if (!col.keyed || !isLong(prefix)) return range(col(name), prefix)
+  // Only cut keys can start with a prefix longer than a key: they all equal the prefix's key.
+  return sql`(${col(name)} = ${indexKey(prefix)} AND ${range(col(`${name}_full`), prefix)})`
+}
 
 /** The JSON path of a column inside a composite part (an IndexRow, extract/IndexRow.ts). */
 const partFields: Record<string, ReadonlyArray<string>> = {
@@ -27,9 +50,9 @@ const partFields: Record<string, ReadonlyArray<string>> = {
   type_code: ["identifierType", "code"]
 }
 
-const tableColumns = (sql: SqlClient.SqlClient): Column => (name) => sql`${sql(name)}`
+const tableColumns = (sql: SqlClient.SqlClient): Column => column(true, (name) => sql`${sql(name)}`)
 
-const partColumns = (sql: SqlClient.SqlClient, index: number): Column => (name, numeric) => {
+const partColumns = (sql: SqlClient.SqlClient, index: number): Column => column(false, (name, numeric) => {
   const path = partFields[name] ?? [name]
   return sql.onDialectOrElse({
     pg: () => {
@@ -39,7 +62,7 @@ const partColumns = (sql: SqlClient.SqlClient, index: number): Column => (name, 
     },
     orElse: () => sql.literal(`json_extract(parts, '$[${index}].${path.join(".")}')`)
   })
-}
+})
 
 /**
  * A date range `[low, high)` of the resource against the query's range, by prefix, as R4 words it:
@@ -163,9 +186,9 @@ const valueCondition = (sql: SqlClient.SqlClient, clause: Clause, value: Value, 
         return parts.length === 0 ? sql`${col("identifier_value")} IS NOT NULL` : sql.and(parts)
       }
       const parts: Array<Fragment> = []
-      if (value.code !== undefined) parts.push(sql`${col("value")} = ${value.code}`)
+      if (value.code !== undefined) parts.push(textEquals(sql, col, "value", value.code))
       if (value.system === "") parts.push(sql`${col("system")} IS NULL`)
-      else if (value.system !== undefined) parts.push(sql`${col("system")} = ${value.system}`)
+      else if (value.system !== undefined) parts.push(textEquals(sql, col, "system", value.system))
       return parts.length === 0 ? sql`1 = 1` : sql.and(parts)
     }
     case "codes": {
@@ -177,10 +200,15 @@ const valueCondition = (sql: SqlClient.SqlClient, clause: Clause, value: Value, 
         if (codes) codes.push(code)
         else bySystem.set(system, [code])
       }
-      return sql.or([...bySystem].map(([system, codes]) => sql`((${col("system")} = ${system} OR ${col("system")} IS NULL) AND ${col("value")} IN ${sql.in(codes)})`))
+      return sql.or([...bySystem].map(([system, codes]) => {
+        const short = codes.filter((code) => !col.keyed || !isLong(code))
+        const long = codes.filter((code) => col.keyed && isLong(code)).map((code) => textEquals(sql, col, "value", code))
+        const matches = sql.or([...(short.length > 0 ? [sql`${col("value")} IN ${sql.in(short)}`] : []), ...long])
+        return sql`((${textEquals(sql, col, "system", system)} OR ${col("system")} IS NULL) AND ${matches})`
+      }))
     }
     case "of-type":
-      return sql`(${col("type_system")} = ${value.system} AND ${col("type_code")} = ${value.code} AND ${col("value")} = ${value.value})`
+      return sql`(${col("type_system")} = ${value.system} AND ${col("type_code")} = ${value.code} AND ${textEquals(sql, col, "value", value.value)})`
     case "string": {
       const normalized = normalize(value.value)
       if (modifier === "text") {
@@ -189,11 +217,12 @@ const valueCondition = (sql: SqlClient.SqlClient, clause: Clause, value: Value, 
         return sql`(${col("display")} LIKE ${`${start}%`} ESCAPE '\\' OR ${col("display")} LIKE ${`% ${start}%`} ESCAPE '\\')`
       }
       if (modifier === "exact") return sql`${col("exact")} = ${value.value}`
-      if (modifier === "contains") return sql`${col("normalized")} LIKE ${`%${escapeLike(normalized)}%`} ESCAPE '\\'`
-      return sql`(${col("normalized")} >= ${normalized} AND ${col("normalized")} < ${`${normalized}\uffff`})`
+      if (modifier === "contains") return sql`${wholeText(sql, col, "normalized")} LIKE ${`%${escapeLike(normalized)}%`} ESCAPE '\\'`
+      return textStarts(sql, col, "normalized", normalized)
     }
     case "uri": {
-      const column = paramType === "reference" ? col("url") : col("value")
+      if (paramType !== "reference" && modifier === undefined) return textEquals(sql, col, "value", value.value)
+      const column = paramType === "reference" ? col("url") : wholeText(sql, col, "value")
       if (modifier === "below") {
         const base = value.value.replace(/\/+$/, "")
         return sql`(${column} = ${value.value} OR ${column} = ${base} OR ${column} LIKE ${`${escapeLike(base)}/%`} ESCAPE '\\')`

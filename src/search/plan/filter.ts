@@ -7,6 +7,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
 import { normalize } from "../extract/values.ts"
+import { indexKey, isLong } from "../indexKey.ts"
 import type { Criterion, FilterCompare, FilterExpr } from "../parse/SearchRequest.ts"
 import { escapeLike } from "./conditions.ts"
 import { criteriaCondition, criterionCondition } from "./query.ts"
@@ -81,10 +82,13 @@ const compareCondition = (sql: SqlClient.SqlClient, type: string, expr: FilterCo
   switch (value.kind) {
     case "string": {
       const normalized = normalize(value.value)
-      const column = binary(sql, sql`normalized`)
+      // The indexed column holds a bounded key (../indexKey.ts). A key orders against a value no longer than a
+      // key as its whole text does, so such a comparison keeps to the index; a longer value reads the whole.
+      const whole = sql`coalesce(normalized_full, normalized)`
+      const column = binary(sql, isLong(normalized) ? whole : sql`normalized`)
       switch (operator) {
         case "ew":
-          return rows("search_string", sql`normalized LIKE ${`%${escapeLike(normalized)}`} ESCAPE '\\'`)
+          return rows("search_string", sql`${whole} LIKE ${`%${escapeLike(normalized)}`} ESCAPE '\\'`)
         case "gt":
           return rows("search_string", sql`${column} > ${normalized}`)
         case "lt":
@@ -94,7 +98,9 @@ const compareCondition = (sql: SqlClient.SqlClient, type: string, expr: FilterCo
         case "le":
           return rows("search_string", sql`${column} <= ${normalized}`)
         default:
-          return rows("search_string", sql`normalized = ${normalized}`)
+          return rows("search_string", isLong(normalized)
+            ? sql`(normalized = ${indexKey(normalized)} AND normalized_full = ${normalized})`
+            : sql`normalized = ${normalized}`)
       }
     }
     case "number":

@@ -5,7 +5,7 @@
  * A resource can have several values for a parameter: ascending it sorts by its smallest (the earliest
  * start of a date), descending by its largest (the latest end of a date). A resource with no value sorts
  * last in both directions. Text compares byte by byte (`COLLATE "C"` on Postgres, SQLite's BINARY), so both
- * stores give the same order.
+ * stores give the same order. Text is read whole (the `_full` column where the indexed key is cut, ../indexKey.ts).
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
@@ -26,15 +26,15 @@ const text = (sql: SqlClient.SqlClient, column: Fragment): Fragment =>
 const columns = (sql: SqlClient.SqlClient, key: SortKey): { readonly table: string; readonly low: Fragment; readonly high: Fragment } | undefined => {
   switch (parameterType(key.param)) {
     case "string": {
-      const normalized = text(sql, sql`i.normalized`)
+      const normalized = text(sql, sql`coalesce(i.normalized_full, i.normalized)`)
       return { table: "search_string", low: normalized, high: normalized }
     }
     case "token": {
-      const value = text(sql, sql`i.value`)
+      const value = text(sql, sql`coalesce(i.value_full, i.value)`)
       return { table: "search_token", low: value, high: value }
     }
     case "uri": {
-      const value = text(sql, sql`i.value`)
+      const value = text(sql, sql`coalesce(i.value_full, i.value)`)
       return { table: "search_uri", low: value, high: value }
     }
     case "date":
