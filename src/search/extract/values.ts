@@ -121,8 +121,10 @@ const numberRow = (code: string, value: number, written: string | undefined): In
 /** The text a number was written with in the resource (src/json/lexical.ts), when kept. */
 const writtenText = (t: Typed): string | undefined => {
   const holder = t.node?.parentResNode?.data
-  const key = t.node?.propName
-  if (typeof holder !== "object" || holder === null || key === undefined) return undefined
+  const name = t.node?.propName
+  if (typeof holder !== "object" || holder === null || name === undefined) return undefined
+  // A choice element is named without its type (`probability` for `probabilityDecimal`).
+  const key = name in holder ? name : name + t.type.charAt(0).toUpperCase() + t.type.slice(1)
   const value: unknown = (holder as Json)[key]
   if (!Array.isArray(value)) return lexicalOf(holder, key)
   // An item of a list: found by its number, when that number is there once.
