@@ -213,7 +213,8 @@ class Reader {
         const syntax = type.code === "decimal" || type.code.endsWith("System.Decimal") ? decimalSyntax : integerSyntax
         const number = syntax.test(text) ? Number(text) : Number.NaN
         if (!Number.isFinite(number)) return fail(`'${text}' is not a valid ${type.code}`, path, element)
-        if (!isCanonical(text)) {
+        // Kept when it is JSON's syntax too (an integer written `+5` is just 5).
+        if (!isCanonical(text) && decimalSyntax.test(text)) {
           this.lexeme = text
           this.keptTexts = true
         }
