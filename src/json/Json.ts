@@ -7,14 +7,34 @@
  */
 import { isCanonical, isMarked, lexicalOf, mark, setLexical } from "./lexical.ts"
 
-/** A number in value position (or something in a string that looks like one: that only costs the slow path). */
-const numberInValuePosition = /[:,[][ \t\n\r]*(-?[0-9][0-9.eE+-]*)/g
+/**
+ * A number in value position: after `:`, `,` or `[`, before `,`, `}`, `]` or whitespace; or something
+ * inside a string that looks like one (`"seed: 1416774286699354796 "`), which `outsideStrings` tells apart.
+ */
+const numberInValuePosition = /[:,[][ \t\n\r]*(-?[0-9][0-9.eE+-]*)(?=[,}\] \t\n\r])/g
 
-/** Whether `text` may hold a number whose text `String(Number(text))` does not give back. */
+/** Whether the quote at `at` is escaped (an odd run of backslashes before it). */
+const escapedQuote = (text: string, at: number): boolean => {
+  let backslashes = 0
+  while (at - backslashes - 1 >= 0 && text.charCodeAt(at - backslashes - 1) === 0x5c) backslashes++
+  return backslashes % 2 === 1
+}
+
+/**
+ * Whether `text` may hold a number whose text `String(Number(text))` does not give back, outside strings.
+ * Most texts have none: one regular expression over the text, then quotes counted only up to a candidate.
+ */
 const mayHoldLexicalNumbers = (text: string): boolean => {
   numberInValuePosition.lastIndex = 0
+  let scanned = 0
+  let inString = false
   for (let m = numberInValuePosition.exec(text); m !== null; m = numberInValuePosition.exec(text)) {
-    if (!isCanonical(m[1]!)) {
+    if (isCanonical(m[1]!)) continue
+    for (let quote = text.indexOf("\"", scanned); quote !== -1 && quote < m.index; quote = text.indexOf("\"", quote + 1)) {
+      if (!escapedQuote(text, quote)) inString = !inString
+    }
+    scanned = m.index
+    if (!inString) {
       numberInValuePosition.lastIndex = 0
       return true
     }

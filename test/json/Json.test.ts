@@ -39,6 +39,18 @@ describe("parseJson and stringifyJson", () => {
     expect(stringifyJson(value)).toBe(text)
   })
 
+  it("tell numbers after strings with escaped quotes and backslashes from numbers inside them", () => {
+    for (const text of [
+      `{"a":"x\\": 1.50 ","b":2.50}`,
+      `{"a":"\\\\","b":2.50}`,
+      `{"a":"\\\\\\": 1.0 ,","b":[2.50]}`,
+      `{"seed":"Person seed: 1416774286699354796 ","b":{"c":-0.0}}`
+    ]) {
+      expect(parseJson(text)).toEqual(JSON.parse(text))
+      expect(roundTrip(text)).toBe(text)
+    }
+  })
+
   it("read strings with escapes as JSON.parse does", () => {
     const text = `{"a\\"b":"c\\\\\\"d\\u00e9\\n","v":1.10,"w":"\\\\"}`
     expect(parseJson(text)).toEqual(JSON.parse(text))
