@@ -9,7 +9,7 @@ import { isCanonical, isMarked, lexicalOf, mark, setLexical } from "./lexical.ts
 
 /**
  * A number in value position: after `:`, `,` or `[`, before `,`, `}`, `]` or whitespace; or something
- * inside a string that looks like one (`"seed: 1416774286699354796 "`), which `outsideStrings` tells apart.
+ * inside a string that looks like one (`"seed: 1416774286699354796 "`), which `mayHoldLexicalNumbers` tells apart by counting quotes.
  */
 const numberInValuePosition = /[:,[][ \t\n\r]*(-?[0-9][0-9.eE+-]*)(?=[,}\] \t\n\r])/g
 
