@@ -4,6 +4,7 @@ import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { checkBody } from "./bodyCheck.ts"
+import { parseJson as parseKeepingDecimals } from "../json/Json.ts"
 import { fail, type FhirError } from "./FhirError.ts"
 import { bodyFormat } from "./Format.ts"
 import { parseXml } from "./xmlBridge.ts"
@@ -62,10 +63,10 @@ export const bodyText = (request: HttpServerRequest.HttpServerRequest, maxBytes:
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
-/** A JSON value, or a 400 saying where the JSON breaks. */
+/** A JSON value (decimals keep their text: docs/formats.md), or a 400 saying where the JSON breaks. */
 export const parseJson = (text: string): Effect.Effect<unknown, FhirError> =>
   Effect.try({
-    try: () => JSON.parse(text) as unknown,
+    try: () => parseKeepingDecimals(text),
     catch: (error) => fail("structure", `the body is not valid JSON: ${error instanceof Error ? error.message : String(error)}`)
   })
 

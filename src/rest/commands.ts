@@ -7,6 +7,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Either } from "effect"
 import { randomUUID } from "node:crypto"
 import type { Catalog } from "../catalog/Catalog.ts"
+import { parseJson } from "../json/Json.ts"
 import { readCurrent } from "../store/reads.ts"
 import { deleteResource, putVersion, putVersions, type StoredVersion } from "../store/ResourceStore.ts"
 import type { CommitContext } from "../store/Writer.ts"
@@ -228,7 +229,7 @@ export const patchCommand = (
     if (current === undefined) return yield* fail("not-found", `${type}/${id} is not known`)
     if (current.content === null) return yield* fail("deleted", `${type}/${id} was deleted (version ${current.version})`)
     if (ifMatch !== undefined && current.version !== ifMatch) return yield* conflict(type, id, ifMatch, current.version)
-    const patched = apply(JSON.parse(current.content) as Record<string, unknown>)
+    const patched = apply(parseJson(current.content) as Record<string, unknown>)
     if (Either.isLeft(patched)) {
       const problem = patched.left
       return yield* fail(problem.code, problem.diagnostics, problem.code === "invalid" ? 400 : problem.code === "too-costly" ? 413 : 422)

@@ -28,6 +28,7 @@ import {
   type Written
 } from "./commands.ts"
 import { fail, FhirError } from "./FhirError.ts"
+import { carryLexical } from "../json/lexical.ts"
 
 /** A condition: the search that names the resource of a conditional interaction. */
 export interface Condition {
@@ -148,7 +149,7 @@ export const updateMatch = (
     if (wrongBody) return yield* wrongBody
     const target = updateTarget(type, match, body, newId)
     if (target instanceof FhirError) return yield* target
-    if (match !== undefined) return yield* updateCommand(env, type, target.id, { ...body, id: target.id }, ifMatch)
+    if (match !== undefined) return yield* updateCommand(env, type, target.id, carryLexical(body, { ...body, id: target.id }), ifMatch)
     if (ifMatch !== undefined) {
       return yield* fail("conflict", `If-Match names version ${ifMatch}, but the condition matches no ${type}`, 409)
     }

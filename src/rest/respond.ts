@@ -1,6 +1,7 @@
 /** Responses of the FHIR interactions: the resource in the negotiated format, with its version headers. */
 import { HttpServerResponse } from "@effect/platform"
 import type { Catalog } from "../catalog/Catalog.ts"
+import { parseJson, stringifyJson } from "../json/Json.ts"
 import { operationOutcome } from "../http/OperationOutcome.ts"
 import { instantOf } from "../store/ResourceStore.ts"
 import type { VersionRow } from "../store/reads.ts"
@@ -16,9 +17,11 @@ export const etag = (version: number): string => `W/"${version}"`
 
 /** The body text of a resource in the negotiated format; stored JSON is served as it is when not pretty. */
 export const bodyText = (json: string | Record<string, unknown>, negotiated: Negotiated, catalog: Catalog): string => {
-  if (negotiated.format === "xml") return renderXml(typeof json === "string" ? JSON.parse(json) : json, catalog, negotiated.pretty)
-  if (typeof json === "string") return negotiated.pretty ? JSON.stringify(JSON.parse(json), null, 2) : json
-  return JSON.stringify(json, null, negotiated.pretty ? 2 : undefined)
+  if (negotiated.format === "xml") {
+    return renderXml(typeof json === "string" ? parseJson(json) as Record<string, unknown> : json, catalog, negotiated.pretty)
+  }
+  if (typeof json === "string") return negotiated.pretty ? stringifyJson(parseJson(json), 2) : json
+  return stringifyJson(json, negotiated.pretty ? 2 : undefined)
 }
 
 export const resourceBody = (

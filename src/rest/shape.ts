@@ -6,6 +6,8 @@
  */
 import { Either } from "effect"
 import type { Catalog, ElementNode, ElementTree } from "../catalog/Catalog.ts"
+import { parseJson, stringifyJson } from "../json/Json.ts"
+import { carryLexical, carryLexicalItems } from "../json/lexical.ts"
 
 /** `summary` is `_summary=true`; `text` and `data` are their `_summary` namesakes; `elements` is `_elements`. */
 export type Shape =
@@ -41,8 +43,15 @@ const inSummary = (node: ElementNode): boolean => node.summary || node.mandatory
 const summaryOf = (value: unknown, children: ElementTree): unknown => {
   if (children.size === 0) return value
   if (Array.isArray(value)) {
-    const items = value.map((item) => summaryOf(item, children)).filter((item) => item !== undefined)
-    return items.length === 0 ? undefined : items
+    const items: Array<unknown> = []
+    const from: Array<number> = []
+    value.forEach((item, index) => {
+      const kept = summaryOf(item, children)
+      if (kept === undefined) return
+      items.push(kept)
+      from.push(index)
+    })
+    return items.length === 0 ? undefined : carryLexicalItems(value, items, from)
   }
   if (!isObject(value)) return value
   const out: JsonObject = {}
@@ -52,7 +61,7 @@ const summaryOf = (value: unknown, children: ElementTree): unknown => {
     const kept = summaryOf(item, node.children)
     if (kept !== undefined) out[key] = kept
   }
-  return Object.keys(out).length === 0 ? undefined : out
+  return Object.keys(out).length === 0 ? undefined : carryLexical(value, out)
 }
 
 /** Whether a top-level element stays in the shape; `id`, `meta` and `resourceType` always do. */
@@ -93,15 +102,15 @@ export const shapeResource = (resource: JsonObject, tree: ElementTree | undefine
       if (kept !== undefined) out[key] = kept
     }
   }
-  if ("meta" in out) return out
+  if ("meta" in out) return carryLexical(resource, out)
   // A resource stored without meta gets one after its id.
   const { resourceType, id, ...rest } = out
-  return { resourceType, ...(id === undefined ? {} : { id }), meta: withSubsettedTag(undefined), ...rest }
+  return carryLexical(resource, { resourceType, ...(id === undefined ? {} : { id }), meta: withSubsettedTag(undefined), ...rest })
 }
 
 /** Stored JSON text in `shape`, or the text as it is when no shape is asked for. */
 export const shapeText = (content: string, type: string, catalog: Catalog, shape: Shape | undefined): string =>
-  shape === undefined ? content : JSON.stringify(shapeResource(JSON.parse(content), catalog.elementTree(type), shape))
+  shape === undefined ? content : stringifyJson(shapeResource(parseJson(content) as JsonObject, catalog.elementTree(type), shape))
 
 /**
  * `_summary` and `_elements` of a read (`GET [base]/{type}/{id}?_summary=true`), where `count` has no meaning.

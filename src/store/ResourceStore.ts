@@ -5,6 +5,8 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
+import { stringifyJson } from "../json/Json.ts"
+import { carryLexical } from "../json/lexical.ts"
 import { rowsPerStatement, type WriteBatch } from "./WriteBatch.ts"
 
 /** How a version came to be: what history shows as its `request.method` (POST, PUT, PATCH, DELETE). */
@@ -15,7 +17,7 @@ export interface StoredVersion {
   readonly version: number
   /** The resource as stored, with the server's id and meta. */
   readonly resource: Record<string, unknown>
-  /** Its JSON text, as served. */
+  /** Its JSON text, as served (decimals as written: docs/formats.md). */
   readonly content: string
 }
 
@@ -31,12 +33,12 @@ export const withServerMeta = (
 ): Record<string, unknown> => {
   const { id: _ignored, meta, resourceType, ...rest } = resource
   const given = typeof meta === "object" && meta !== null && !Array.isArray(meta) ? meta : {}
-  return {
+  return carryLexical(resource, {
     resourceType,
     id,
     ...rest,
     meta: { ...given, versionId: String(version), lastUpdated: instantOf(commitTs) }
-  }
+  })
 }
 
 /**
@@ -66,7 +68,7 @@ export const putVersion = (
       RETURNING rkey, version`
     const row = rows[0]!
     const resource = withServerMeta(input.resource, input.id, row.version, input.commitTs)
-    const content = JSON.stringify(resource)
+    const content = stringifyJson(resource)
     const op: Operation = row.version === 1 ? "create" : input.patched === true ? "patch" : "update"
     if (batch === undefined) {
       yield* sql`
@@ -112,7 +114,7 @@ export const putVersions = (
     return inputs.map((input) => {
       const row = keys.get(`${input.type}/${input.id}`)!
       const resource = withServerMeta(input.resource, input.id, row.version, commitTs)
-      const content = JSON.stringify(resource)
+      const content = stringifyJson(resource)
       batch.add("resource_versions", { rkey: row.rkey, version: row.version, commit_ts: commitTs, op: row.version === 1 ? "create" : "update", content })
       return { rkey: row.rkey, version: row.version, resource, content }
     })

@@ -12,6 +12,8 @@ import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmR
 import { conformanceTypes } from "../../src/packages/LoadedPackage.ts"
 import { defects, referenceTypeDefects, withoutBase } from "../support/r4ExampleDefects.ts"
 import { call, startServer, type TestServer } from "../support/server.ts"
+import { parseJson } from "../../src/json/Json.ts"
+import { isCanonical, isMarked, lexicalOf } from "../../src/json/lexical.ts"
 
 class Server extends Context.Tag("test/ExamplesServer")<Server, TestServer>() {}
 
@@ -22,6 +24,46 @@ const loadExamples = (): ReadonlyArray<{ readonly file: string; readonly resourc
     .filter((file) => file.endsWith(".json") && !file.startsWith(".") && file !== "package.json")
     .map((file) => ({ file, resource: JSON.parse(readFileSync(join(folder, file), "utf8")) }))
     .filter(({ resource }) => typeof resource.resourceType === "string")
+}
+
+/** The numbers of JSON text (in value position) that JavaScript would write otherwise, as written. */
+const decimalTexts = (text: string): ReadonlyArray<string> =>
+  [...text.matchAll(/[:,[]\s*(-?\d[\d.eE+-]*)(?=[\s,}\]])/g)].map((m) => m[1]!).filter((n) => !isCanonical(n))
+
+/** A JSON value's text with every object's keys in order and each number as written (decimals kept). */
+const canonical = (value: unknown, holder?: object, key?: string | number): string => {
+  if (typeof value === "number") return (holder === undefined ? undefined : lexicalOf(holder, key!)) ?? String(value)
+  if (Array.isArray(value)) return `[${value.map((item, i) => canonical(item, value, i)).join(",")}]`
+  if (typeof value === "object" && value !== null) {
+    const record = value as Record<string, unknown>
+    return `{${Object.keys(record).sort().map((name) => `${JSON.stringify(name)}:${canonical(record[name], record, name)}`).join(",")}}`
+  }
+  return JSON.stringify(value)
+}
+
+/**
+ * Served JSON text without what a new version changes (meta.versionId, meta.lastUpdated), with the
+ * narrative's line ends as XML gives them back, in `canonical` form (FHIR JSON's member order is not
+ * significant: XML gives the definition's order).
+ */
+const versionless = (text: string): string => {
+  const resource = parseJson(text) as Record<string, any>
+  const normalise = (value: unknown): void => {
+    if (Array.isArray(value)) value.forEach(normalise)
+    else if (typeof value === "object" && value !== null) {
+      const record = value as Record<string, unknown>
+      for (const key of Object.keys(record)) {
+        const item = record[key]
+        if (key === "div" && typeof item === "string") record[key] = item.replace(/\r\n?/g, "\n")
+        else normalise(item)
+      }
+    }
+  }
+  normalise(resource)
+  delete resource.meta?.versionId
+  delete resource.meta?.lastUpdated
+  if (resource.meta !== undefined && Object.keys(resource.meta).length === 0) delete resource.meta
+  return canonical(resource)
 }
 
 /** What the server may change: the id and the version metadata. */
@@ -94,6 +136,41 @@ describe.skipIf(skipRealPackages)("the R4 examples", () => {
         const pretty = yield* call("GET", `${base}/Patient/${id}?_pretty=true`)
         expect(pretty.text).toContain('\n  "resourceType": "Patient"')
       }))
+
+    it.effect("keep their decimals as written, and come back from JSON → XML → JSON as the first JSON read", () =>
+      Effect.gen(function*() {
+        const { base } = yield* Server
+        const folder = join(realPackageCache, "hl7.fhir.r4.examples#4.0.1", "package")
+        const examples = loadExamples()
+        const withDecimals: Array<string> = []
+        const failures: Array<string> = []
+        yield* Effect.forEach(examples, ({ file, resource }) =>
+          Effect.gen(function*() {
+            const text = readFileSync(join(folder, file), "utf8")
+            const created = yield* call("POST", `${base}/${resource.resourceType}`, { body: text })
+            if (created.status !== 201) return
+            const url = `${base}/${resource.resourceType}/${created.json.id}`
+            const first = yield* call("GET", url)
+            const written = decimalTexts(text)
+            if (isMarked(parseJson(text))) withDecimals.push(file)
+            const kept = decimalTexts(first.text)
+            if (kept.join() !== written.join()) return void failures.push(`${file}: decimals ${written.join(" ")} read back as ${kept.join(" ")}`)
+            const xml = yield* call("GET", url, { headers: { accept: "application/fhir+xml" } })
+            const put = yield* call("PUT", url, { body: xml.text, headers: { "content-type": "application/fhir+xml" } })
+            if (put.status !== 200) return void failures.push(`${file}: PUT of its XML ${put.status} ${put.text.slice(0, 300)}`)
+            const last = yield* call("GET", url)
+            const before = versionless(first.text)
+            const after = versionless(last.text)
+            if (before !== after) {
+              let at = 0
+              while (at < before.length && before[at] === after[at]) at++
+              failures.push(`${file}: after XML, ${JSON.stringify(after.slice(Math.max(0, at - 60), at + 60))} where JSON had ${JSON.stringify(before.slice(Math.max(0, at - 60), at + 60))}`)
+            }
+          }), { concurrency: 8, discard: true })
+        console.log(`R4 examples: ${withDecimals.length} accepted with numbers JavaScript writes otherwise; ${failures.length} failures of the JSON → XML → JSON trip`)
+        expect(withDecimals.length).toBeGreaterThan(30)
+        expect(failures).toEqual([])
+      }), 900_000)
 
     it.effect("survive a trip through XML: read as XML, created from that XML, read back as JSON", () =>
       Effect.gen(function*() {

@@ -4,6 +4,7 @@
  * `reference` elements, in uri/url values that equal a `urn:uuid:`/`urn:oid:` placeholder, and in
  * the narrative's `href` and `src` attributes.
  */
+import { carryLexical } from "../../json/lexical.ts"
 
 const isPlaceholder = (value: string): boolean => value.startsWith("urn:uuid:") || value.startsWith("urn:oid:")
 
@@ -41,13 +42,13 @@ export const rewrite = (value: unknown, state: Rewrite, key = ""): unknown => {
     if (key === "div") return rewriteNarrative(value, state.replacements)
     return value
   }
-  if (Array.isArray(value)) return value.map((item) => rewrite(item, state, key))
+  if (Array.isArray(value)) return carryLexical(value, value.map((item) => rewrite(item, state, key)))
   if (typeof value === "object" && value !== null) {
     const object = value as Record<string, unknown>
     const out: Record<string, unknown> = {}
     // for-in visits what Object.entries would (a parsed JSON object has no inherited enumerable keys), without its arrays.
     for (const name in object) out[name] = rewrite(object[name], state, name)
-    return out
+    return carryLexical(object, out)
   }
   return value
 }

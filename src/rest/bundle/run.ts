@@ -26,6 +26,7 @@ import { resolveCompartment } from "../compartment.ts"
 import { checkBody } from "../bodyCheck.ts"
 import { fail, FhirError } from "../FhirError.ts"
 import type { Entry } from "./entries.ts"
+import { parseJson } from "../../json/Json.ts"
 
 /** What goes into `entry.response` (and `entry.resource`) of the response Bundle. */
 export interface EntryResult {
@@ -72,7 +73,7 @@ export const unsupported = (entry: Entry): FhirError | undefined => {
 const decodeBase64Json = (data: unknown): unknown => {
   if (typeof data !== "string") return undefined
   try {
-    return JSON.parse(Buffer.from(data, "base64").toString("utf8"))
+    return parseJson(Buffer.from(data, "base64").toString("utf8"))
   } catch {
     return undefined
   }

@@ -1,8 +1,10 @@
 /**
  * Changes to one element of a FHIR JSON object. A primitive keeps its id and extensions in a companion
  * member `_name` (https://hl7.org/fhir/R4/json.html#primitive), a parallel array for a list, so every
- * change to a list changes its companion the same way.
+ * change to a list changes its companion the same way. A decimal keeps its text (src/json/lexical.ts) where
+ * it goes; a value set takes the text the patch gives.
  */
+import { lexicalOf, setLexical, spliceLexical } from "../../json/lexical.ts"
 import { hasMember, type JsonObject, removeMember, setMember } from "./json.ts"
 
 const companionKey = (key: string): string => `_${key}`
@@ -46,11 +48,13 @@ export const insertItem = (
   key: string,
   position: number,
   json: unknown,
-  extra: JsonObject | undefined
+  extra: JsonObject | undefined,
+  lexeme?: string
 ): void => {
   const length = itemCount(container, key)
   const values = listAt(container, key)
   while (values.length < length) values.push(null)
+  spliceLexical(values, position, 0, [lexeme])
   values.splice(position, 0, json)
   companionsOf(container, key, length, extra !== undefined)?.splice(position, 0, extra ?? null)
   tidy(container, key)
@@ -63,7 +67,10 @@ export const removeItem = (container: JsonObject, key: string, index: number | u
     return
   }
   const values = container[key]
-  if (Array.isArray(values)) values.splice(index, 1)
+  if (Array.isArray(values)) {
+    spliceLexical(values, index, 1, [])
+    values.splice(index, 1)
+  }
   const companions = container[companionKey(key)]
   if (Array.isArray(companions)) companions.splice(index, 1)
   tidy(container, key)
@@ -74,10 +81,12 @@ export const setItem = (
   key: string,
   index: number | undefined,
   json: unknown,
-  extra: JsonObject | undefined
+  extra: JsonObject | undefined,
+  lexeme?: string
 ): void => {
   if (index === undefined) {
     setMember(container, key, json)
+    setLexical(container, key, lexeme)
     if (extra === undefined) removeMember(container, companionKey(key))
     else setMember(container, companionKey(key), extra)
     return
@@ -86,6 +95,7 @@ export const setItem = (
   const values = listAt(container, key)
   while (values.length < length) values.push(null)
   values[index] = json
+  setLexical(values, index, lexeme)
   const companions = companionsOf(container, key, length, extra !== undefined)
   if (companions !== undefined) companions[index] = extra ?? null
   tidy(container, key)
@@ -97,7 +107,11 @@ export const moveItem = (container: JsonObject, key: string, source: number, des
     const list = container[name]
     if (!Array.isArray(list)) continue
     while (list.length < length) list.push(null)
-    list.splice(destination, 0, ...list.splice(source, 1))
+    const lexeme = lexicalOf(list, source)
+    spliceLexical(list, source, 1, [])
+    const moved = list.splice(source, 1)
+    spliceLexical(list, destination, 0, [lexeme])
+    list.splice(destination, 0, ...moved)
   }
   tidy(container, key)
 }

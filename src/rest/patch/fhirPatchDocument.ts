@@ -5,11 +5,19 @@
  */
 import { Either } from "effect"
 import { isPrimitiveType } from "./fhirModel.ts"
+import { lexicalOf } from "../../json/lexical.ts"
 import { isJsonObject, type JsonObject, member } from "./json.ts"
 
 /** A `value` part: one `value[x]` (its type as FHIR names it, `date` or `HumanName`), a resource, or parts. */
 export type PatchValue =
-  | { readonly kind: "typed"; readonly type: string; readonly json: unknown; readonly extra: JsonObject | undefined }
+  | {
+    readonly kind: "typed"
+    readonly type: string
+    readonly json: unknown
+    readonly extra: JsonObject | undefined
+    /** The text of a decimal value as the patch writes it. */
+    readonly lexeme?: string | undefined
+  }
   | { readonly kind: "parts"; readonly parts: ReadonlyArray<NamedPart> }
 
 export interface NamedPart {
@@ -49,7 +57,7 @@ export const readValue = (part: JsonObject, where: string): Either.Either<PatchV
   if (valueKeys.length === 1) {
     const key = valueKeys[0]!
     const extra = member(part, `_${key}`)
-    return Either.right({ kind: "typed", type: typeOfValueKey(key), json: part[key], extra: isJsonObject(extra) ? extra : undefined })
+    return Either.right({ kind: "typed", type: typeOfValueKey(key), json: part[key], extra: isJsonObject(extra) ? extra : undefined, lexeme: lexicalOf(part, key) })
   }
   if (resource !== undefined) {
     const resourceType = isJsonObject(resource) ? member(resource, "resourceType") : undefined

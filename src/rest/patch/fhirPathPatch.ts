@@ -10,6 +10,7 @@ import { type FhirPatchOperation, readFhirPatch } from "./fhirPatchDocument.ts"
 import { type Failure, listAt, processing, select, type SelectedNode, slotOf } from "./fhirSelect.ts"
 import { valueFor } from "./fhirValue.ts"
 import { copyJson, isJsonObject, type JsonObject } from "./json.ts"
+import { markTree } from "../../json/lexical.ts"
 import { malformedPatch, type PatchProblem, unappliablePatch } from "./PatchProblem.ts"
 
 type Outcome = Either.Either<void, Failure>
@@ -33,13 +34,13 @@ const add = (resource: JsonObject, operation: Extract<FhirPatchOperation, { type
     if (!isJsonObject(container) || target.path === null) {
       return yield* Either.left(processing("the path selects a primitive value, which cannot hold elements"))
     }
-    const { element, json, extra } = yield* modelled(valueFor(target.path, operation.name, operation.value))
+    const { element, json, extra, lexeme } = yield* modelled(valueFor(target.path, operation.name, operation.value))
     if (element.repeating) {
-      insertItem(container, element.key, itemCount(container, element.key), json, extra)
+      insertItem(container, element.key, itemCount(container, element.key), json, extra, lexeme)
     } else if (holdsAny(container, element.alternatives)) {
       return yield* Either.left(processing(`${operation.name} is already present and does not repeat; use replace`))
     } else {
-      setItem(container, element.key, undefined, json, extra)
+      setItem(container, element.key, undefined, json, extra, lexeme)
     }
   })
 
@@ -49,9 +50,9 @@ const insert = (resource: JsonObject, operation: Extract<FhirPatchOperation, { t
     if (operation.index > list.length) {
       return yield* Either.left(processing(`index ${operation.index} is out of range (the list has ${list.length} items)`))
     }
-    const { element, json, extra } = yield* modelled(valueFor(list.scope, list.name, operation.value))
+    const { element, json, extra, lexeme } = yield* modelled(valueFor(list.scope, list.name, operation.value))
     if (!element.repeating) return yield* Either.left(processing(`${list.name} does not repeat`))
-    insertItem(list.container, element.key, operation.index, json, extra)
+    insertItem(list.container, element.key, operation.index, json, extra, lexeme)
   })
 
 /** FHIR JSON has no empty objects: an element left empty by a delete goes too, up to the resource. */
@@ -88,12 +89,12 @@ const replace = (resource: JsonObject, operation: Extract<FhirPatchOperation, { 
     const slot = yield* slotOf(yield* onlyElement(resource, operation))
     const scope = slot.node.parentResNode?.path
     if (typeof scope !== "string") return yield* Either.left(processing("the FHIR model does not describe this element"))
-    const { element, json, extra } = yield* modelled(valueFor(scope, slot.key, operation.value))
+    const { element, json, extra, lexeme } = yield* modelled(valueFor(scope, slot.key, operation.value))
     if (element.key === slot.key) {
-      setItem(slot.container, slot.key, slot.index, json, extra)
+      setItem(slot.container, slot.key, slot.index, json, extra, lexeme)
     } else {
       removeItem(slot.container, slot.key, undefined)
-      setItem(slot.container, element.key, undefined, json, extra)
+      setItem(slot.container, element.key, undefined, json, extra, lexeme)
     }
   })
 
@@ -139,5 +140,6 @@ export const fhirPathPatch = (
       return Either.left(code === "invalid" ? malformedPatch(message) : unappliablePatch(message))
     }
   }
+  markTree(working)
   return Either.right(working)
 }

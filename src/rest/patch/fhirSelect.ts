@@ -115,7 +115,9 @@ export const slotOf = (node: SelectedNode): Either.Either<Slot, Failure> => {
   if (isJsonObject(node.data)) {
     const stored = container[key]
     const found = index === undefined ? stored : Array.isArray(stored) ? stored[index] : undefined
-    if (found !== node.data) return Either.left(processing(`the selected element ${propName} was not found in its parent`))
+    // fhirpath.js hands a decimal over wrapped in an object holding its number.
+    const decimal = typeof found === "number" && (node.data as { readonly value?: unknown })["value"] === found
+    if (found !== node.data && !decimal) return Either.left(processing(`the selected element ${propName} was not found in its parent`))
   }
   return Either.right({ node, container, key, index })
 }

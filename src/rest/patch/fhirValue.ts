@@ -10,6 +10,8 @@ export interface ElementValue {
   readonly json: unknown
   /** The `_name` companion of a primitive value (its id and extensions), when the patch gives one. */
   readonly extra: JsonObject | undefined
+  /** The text of a decimal value as the patch writes it. */
+  readonly lexeme?: string | undefined
 }
 
 const assemble = (scope: string, parts: ReadonlyArray<NamedPart>): Either.Either<JsonObject, string> => {
@@ -18,13 +20,13 @@ const assemble = (scope: string, parts: ReadonlyArray<NamedPart>): Either.Either
   for (const part of parts) {
     const value = valueFor(scope, part.name, part.value)
     if (Either.isLeft(value)) return Either.left(value.left)
-    const { element, json, extra } = value.right
+    const { element, json, extra, lexeme } = value.right
     if (element.repeating) {
-      insertItem(object, element.key, itemCount(object, element.key), json, extra)
+      insertItem(object, element.key, itemCount(object, element.key), json, extra, lexeme)
     } else if (holdsAny(object, element.alternatives)) {
       return Either.left(`part ${part.name} is given twice, but ${element.key} does not repeat`)
     } else {
-      setItem(object, element.key, undefined, json, extra)
+      setItem(object, element.key, undefined, json, extra, lexeme)
     }
   }
   return Either.right(object)
@@ -36,6 +38,6 @@ export const valueFor = (scope: string, name: string, value: PatchValue): Either
   return Either.flatMap(elementOf(scope, name, valueType), (element) =>
     Either.flatMap(checkValueType(element, valueType, value.kind === "typed" ? value.json : undefined), () =>
       value.kind === "typed"
-        ? Either.right({ element, json: copyJson(value.json), extra: value.extra && copyJson(value.extra) })
-        : Either.map(assemble(element.scope, value.parts), (json) => ({ element, json, extra: undefined }))))
+        ? Either.right({ element, json: copyJson(value.json), extra: value.extra && copyJson(value.extra), lexeme: value.lexeme })
+        : Either.map(assemble(element.scope, value.parts), (json): ElementValue => ({ element, json, extra: undefined }))))
 }

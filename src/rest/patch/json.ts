@@ -1,4 +1,5 @@
 /** Plain JSON values as both patch formats see them. */
+import { cloneJson } from "../../json/lexical.ts"
 
 export type JsonObject = Record<string, unknown>
 
@@ -32,4 +33,5 @@ export const jsonEqual = (a: unknown, b: unknown): boolean => {
   return a === b
 }
 
-export const copyJson = <A>(value: A): A => structuredClone(value)
+/** A deep copy; decimals keep their text (docs/formats.md). */
+export const copyJson = <A>(value: A): A => cloneJson(value)

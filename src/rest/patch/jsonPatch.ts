@@ -2,8 +2,10 @@
  * JSON Patch (https://www.rfc-editor.org/rfc/rfc6902) over plain JSON values, as FHIR's patch interaction
  * accepts it with `application/json-patch+json` (https://hl7.org/fhir/R4/http.html#patch).
  * The whole patch document is checked before anything is applied, and the input is never changed.
+ * A decimal keeps its text where it goes; a value the patch sets has the text the patch gives it.
  */
 import { Either } from "effect"
+import { lexicalOf, markTree, setLexical, spliceLexical } from "../../json/lexical.ts"
 import { copyJson, hasMember, isJsonObject, jsonEqual, member, removeMember, setMember } from "./json.ts"
 import { arrayIndex, formatPointer, parsePointer } from "./jsonPointer.ts"
 import { malformedPatch, type PatchProblem, tooCostlyPatch, unappliablePatch } from "./PatchProblem.ts"
@@ -33,7 +35,14 @@ interface Target {
 }
 
 type Operation =
-  | { readonly op: "add" | "replace" | "test"; readonly index: number; readonly path: Target; readonly value: unknown }
+  | {
+    readonly op: "add" | "replace" | "test"
+    readonly index: number
+    readonly path: Target
+    readonly value: unknown
+    /** The value's text, when it is a decimal JavaScript would write otherwise. */
+    readonly lexeme: string | undefined
+  }
   | { readonly op: "remove"; readonly index: number; readonly path: Target }
   | { readonly op: "move" | "copy"; readonly index: number; readonly path: Target; readonly from: Target }
 
@@ -62,7 +71,7 @@ const parseOperation = (raw: unknown, index: number): Either.Either<Operation, s
         return { op: name, index, path, from: yield* pointerMember(raw, "from") }
       default:
         if (!hasMember(raw, "value")) return yield* Either.left(`"${name}" needs a "value"`)
-        return { op: name, index, path, value: raw["value"] }
+        return { op: name, index, path, value: raw["value"], lexeme: lexicalOf(raw, "value") }
     }
   })
 
@@ -118,11 +127,22 @@ const existingIndex = (array: ReadonlyArray<unknown>, key: string): Either.Eithe
   return Either.right(position)
 }
 
-const add = (document: unknown, tokens: ReadonlyArray<string>, value: unknown): Either.Either<unknown, string> => {
+/** The text kept for the number at a pointer, if any. */
+const lexemeAt = (document: unknown, tokens: ReadonlyArray<string>): string | undefined => {
+  if (tokens.length === 0) return undefined
+  const container = containerOf(document, tokens)
+  if (Either.isLeft(container)) return undefined
+  if ("object" in container.right) return lexicalOf(container.right.object, container.right.key)
+  const position = arrayIndex(container.right.key)
+  return position === undefined ? undefined : lexicalOf(container.right.array, position)
+}
+
+const add = (document: unknown, tokens: ReadonlyArray<string>, value: unknown, lexeme: string | undefined): Either.Either<unknown, string> => {
   if (tokens.length === 0) return Either.right(value)
   return Either.flatMap(containerOf(document, tokens), (container) => {
     if ("object" in container) {
       setMember(container.object, container.key, value)
+      setLexical(container.object, container.key, lexeme)
       return Either.right(document)
     }
     const { array, key } = container
@@ -131,6 +151,7 @@ const add = (document: unknown, tokens: ReadonlyArray<string>, value: unknown): 
     if (position > array.length) {
       return Either.left(`index ${position} is out of range (the array has ${array.length} elements)`)
     }
+    spliceLexical(array, position, 0, [lexeme])
     array.splice(position, 0, value)
     return Either.right(document)
   })
@@ -141,26 +162,30 @@ const remove = (document: unknown, tokens: ReadonlyArray<string>): Either.Either
   return Either.flatMap(containerOf(document, tokens), (container) => {
     if ("array" in container) {
       return Either.map(existingIndex(container.array, container.key), (position) => {
+        spliceLexical(container.array, position, 1, [])
         container.array.splice(position, 1)
         return document
       })
     }
     if (!hasMember(container.object, container.key)) return Either.left(`path ${formatPointer(tokens)} does not exist`)
     removeMember(container.object, container.key)
+    setLexical(container.object, container.key, undefined)
     return Either.right(document)
   })
 }
 
 /** RFC 6902 4.3: a remove and an add at the same place, done as one assignment (two splices moved the rest of a long array twice). */
-const replace = (document: unknown, tokens: ReadonlyArray<string>, value: unknown): Either.Either<unknown, string> =>
+const replace = (document: unknown, tokens: ReadonlyArray<string>, value: unknown, lexeme: string | undefined): Either.Either<unknown, string> =>
   Either.flatMap(valueAt(document, tokens), () =>
     Either.flatMap(containerOf(document, tokens), (container) => {
       if ("object" in container) {
         setMember(container.object, container.key, value)
+        setLexical(container.object, container.key, lexeme)
         return Either.right(document)
       }
       return Either.map(existingIndex(container.array, container.key), (position) => {
         container.array[position] = value
+        setLexical(container.array, position, lexeme)
         return document
       })
     }))
@@ -177,25 +202,29 @@ const apply = (document: unknown, operation: Operation): Either.Either<unknown, 
   const tokens = operation.path.tokens
   switch (operation.op) {
     case "add":
-      return add(document, tokens, copyJson(operation.value))
+      return add(document, tokens, copyJson(operation.value), operation.lexeme)
     case "remove":
       return remove(document, tokens)
     case "replace":
-      return tokens.length === 0 ? Either.right(copyJson(operation.value)) : replace(document, tokens, copyJson(operation.value))
+      return tokens.length === 0
+        ? Either.right(copyJson(operation.value))
+        : replace(document, tokens, copyJson(operation.value), operation.lexeme)
     case "test":
       return Either.flatMap(valueAt(document, tokens), (actual) =>
         jsonEqual(actual, operation.value)
           ? Either.right(document)
           : Either.left(`test failed: the value is ${shown(actual)}, not ${shown(operation.value)}`))
     case "copy":
-      return Either.flatMap(valueAt(document, operation.from.tokens), (value) => add(document, tokens, copyJson(value)))
+      return Either.flatMap(valueAt(document, operation.from.tokens), (value) =>
+        add(document, tokens, copyJson(value), lexemeAt(document, operation.from.tokens)))
     case "move": {
       const from = operation.from.tokens
       if (isInside(tokens, from)) return Either.left(`cannot move ${operation.from.text} into one of its own children`)
-      return Either.flatMap(valueAt(document, from), (value) =>
-        operation.from.text === operation.path.text
-          ? Either.right(document)
-          : Either.flatMap(remove(document, from), (rest) => add(rest, tokens, value)))
+      return Either.flatMap(valueAt(document, from), (value) => {
+        if (operation.from.text === operation.path.text) return Either.right(document)
+        const lexeme = lexemeAt(document, from)
+        return Either.flatMap(remove(document, from), (rest) => add(rest, tokens, value, lexeme))
+      })
     }
   }
 }
@@ -224,5 +253,6 @@ export const jsonPatch = (doc: unknown, operations: unknown): Either.Either<unkn
       }
       document = next.right
     }
+    markTree(document)
     return Either.right(document)
   })

@@ -2,9 +2,11 @@
  * FHIR XML to FHIR JSON (https://hl7.org/fhir/R4/xml.html, https://hl7.org/fhir/R4/json.html): the
  * StructureDefinitions say which elements repeat (JSON arrays), which primitives are JSON booleans or numbers,
  * and where choice types and attributes are. Anything they do not allow is refused, naming the path and line.
+ * A decimal keeps its text (`2.500`) beside the number (src/json/lexical.ts).
  */
 import { Either } from "effect"
 import type { Catalog } from "../../catalog/Catalog.ts"
+import { isCanonical, markTree, setLexical } from "../../json/lexical.ts"
 import { FHIR_NS, XHTML_NS } from "./toXml.ts"
 import { narrativeText } from "./narrative.ts"
 import { modelsFor, type TypeModel, type TypeRef, type XmlModels } from "./XmlModel.ts"
@@ -31,12 +33,19 @@ const qualified = (element: XmlElement) => element.prefix === "" ? element.local
 /** A repeating primitive: its values and its `_name` objects, aligned, `null` where one side is absent. */
 interface Repeated {
   readonly values: Array<unknown>
+  /** The texts of the values that are decimals written otherwise than JavaScript writes them. */
+  readonly texts: Array<string | undefined>
   readonly extras: Array<unknown>
   hasValue: boolean
   hasExtra: boolean
 }
 
 class Reader {
+  /** The text of the number the last `primitive` read, when it is not JavaScript's. */
+  private lexeme: string | undefined = undefined
+  /** Whether any decimal's text was kept (then the containers above it are marked at the end). */
+  keptTexts = false
+
   constructor(readonly models: XmlModels, readonly catalog: Catalog, readonly source: string) {}
 
   resource(element: XmlElement, path: string): Record<string, unknown> {
@@ -87,18 +96,20 @@ class Reader {
         else json[name] = [value]
         continue
       }
-      const [value, extra] = this.primitiveElement(child, type, childPath)
+      const [value, extra, lexeme] = this.primitiveElement(child, type, childPath)
       if (!definition.repeats) {
         if (value !== undefined) json[name] = value
+        if (lexeme !== undefined) setLexical(json, name, lexeme)
         if (extra !== undefined) json["_" + name] = extra
         continue
       }
       repeated ??= new Map()
       let list = repeated.get(name)
       if (list === undefined) {
-        list = { values: [], extras: [], hasValue: false, hasExtra: false }
+        list = { values: [], texts: [], extras: [], hasValue: false, hasExtra: false }
         repeated.set(name, list)
       }
+      if (lexeme !== undefined) list.texts[list.values.length] = lexeme
       list.values.push(value ?? null)
       list.extras.push(extra ?? null)
       if (value !== undefined) list.hasValue = true
@@ -106,6 +117,7 @@ class Reader {
     }
     for (const [name, list] of repeated ?? []) {
       if (list.hasValue) json[name] = list.values
+      list.texts.forEach((text, index) => setLexical(list.values, index, text))
       if (list.hasExtra) json["_" + name] = list.extras
     }
   }
@@ -140,9 +152,17 @@ class Reader {
     }
   }
 
-  /** A primitive element: its JSON value and its `_name` object (id and extensions), each when present. */
-  private primitiveElement(element: XmlElement, type: TypeRef, path: string): [unknown, Record<string, unknown> | undefined] {
+  /**
+   * A primitive element: its JSON value and its `_name` object (id and extensions), each when present, and
+   * the value's text when it is a decimal JavaScript would write otherwise.
+   */
+  private primitiveElement(
+    element: XmlElement,
+    type: TypeRef,
+    path: string
+  ): [unknown, Record<string, unknown> | undefined, string | undefined] {
     let value: unknown
+    let lexeme: string | undefined
     const extra: Record<string, unknown> = {}
     let hasExtra = false
     for (const attribute of element.attributes) {
@@ -152,6 +172,7 @@ class Reader {
       }
       if (attribute.local === "value") {
         value = this.primitive(attribute.value, type, path, element)
+        lexeme = this.lexeme
       } else {
         if (attribute.value === "") fail("an empty id attribute", path, element)
         extra["id"] = attribute.value
@@ -179,18 +200,25 @@ class Reader {
       hasExtra = true
     }
     if (value === undefined && !hasExtra) fail("a primitive element needs a value, an id or extensions", path, element)
-    return [value, hasExtra ? extra : undefined]
+    return [value, hasExtra ? extra : undefined, lexeme]
   }
 
   private primitive(text: string, type: TypeRef, path: string, element: XmlElement): unknown {
     if (text === "") return fail("an empty value (attributes may not be empty)", path, element)
+    this.lexeme = undefined
     switch (type.json) {
       case "boolean":
         return text === "true" ? true : text === "false" ? false : fail(`'${text}' is not a boolean`, path, element)
       case "number": {
         const syntax = type.code === "decimal" || type.code.endsWith("System.Decimal") ? decimalSyntax : integerSyntax
         const number = syntax.test(text) ? Number(text) : Number.NaN
-        return Number.isFinite(number) ? number : fail(`'${text}' is not a valid ${type.code}`, path, element)
+        if (!Number.isFinite(number)) return fail(`'${text}' is not a valid ${type.code}`, path, element)
+        // Kept when it is JSON's syntax too (an integer written `+5` is just 5).
+        if (!isCanonical(text) && decimalSyntax.test(text)) {
+          this.lexeme = text
+          this.keptTexts = true
+        }
+        return number
       }
       case "string":
         return text
@@ -204,7 +232,9 @@ export const fromXml = (text: string, catalog: Catalog): Either.Either<Record<st
     const document = parseXml(text)
     source = document.source
     const reader = new Reader(modelsFor(catalog), catalog, source)
-    return Either.right(reader.resource(document.root, document.root.local))
+    const resource = reader.resource(document.root, document.root.local)
+    if (reader.keptTexts) markTree(resource)
+    return Either.right(resource)
   } catch (error) {
     if (error instanceof XmlSyntaxError) {
       // The parser's offsets are in the text with its line ends normalised.

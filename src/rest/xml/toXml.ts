@@ -1,10 +1,11 @@
 /**
  * FHIR JSON to FHIR XML (https://hl7.org/fhir/R4/xml.html), element order and names taken from the
  * StructureDefinitions. Expects a resource that is valid JSON FHIR: properties no definition names are left
- * out. Numbers are written as JavaScript holds them: a decimal parsed from JSON as `1.50` became 1.5 before it
- * got here; a decimal given as a string is written as that string.
+ * out. A decimal is written with the text it was read with (`1.50`, kept by src/json/lexical.ts) while it
+ * holds the same number, otherwise as JavaScript writes the number.
  */
 import type { Catalog } from "../../catalog/Catalog.ts"
+import { lexicalOf } from "../../json/lexical.ts"
 import { modelsFor, type TypeModel, type TypeRef, type XmlModels } from "./XmlModel.ts"
 import { parseXml, XmlSyntaxError } from "./XmlParser.ts"
 import { embedMarkup, escapeAttribute, escapeText } from "./xmlText.ts"
@@ -99,21 +100,24 @@ class Writer {
       const value = json[type.name]
       const extra = type.kind === "primitive" ? json[type.extraName] : undefined
       if (model.elements[index]?.repeats !== true) {
-        this.value(type, value, extra, depth + 1)
+        this.value(type, value, extra, depth + 1, typeof value === "number" ? lexicalOf(json, type.name) : undefined)
       } else if (Array.isArray(value) || Array.isArray(extra)) {
         const values = Array.isArray(value) ? value : []
         const extras = Array.isArray(extra) ? extra : []
         const count = Math.max(values.length, extras.length)
-        for (let k = 0; k < count; k++) this.value(type, values[k], extras[k], depth + 1)
+        for (let k = 0; k < count; k++) {
+          const item: unknown = values[k]
+          this.value(type, item, extras[k], depth + 1, typeof item === "number" ? lexicalOf(values, k) : undefined)
+        }
       }
     }
     this.out += this.indent(depth) + "</" + name + ">"
   }
 
-  private value(type: TypeRef, value: unknown, extra: unknown, depth: number): void {
+  private value(type: TypeRef, value: unknown, extra: unknown, depth: number, lexeme?: string): void {
     switch (type.kind) {
       case "primitive": {
-        const text = scalar(value)
+        const text = lexeme ?? scalar(value)
         const id = isRecord(extra) ? scalar(extra["id"]) : undefined
         const extensions = isRecord(extra) ? extra["extension"] : undefined
         const hasExtensions = Array.isArray(extensions) && extensions.length > 0

@@ -14,6 +14,7 @@ import { extractIndex } from "../extract/extractIndex.ts"
 import { replaceIndexes, type ResourceIndex } from "../IndexWriter.ts"
 import { countJob, finishJob, type Job, nextCandidates, planJob, readState, saveCursor } from "./BackfillState.ts"
 import { typeFingerprints } from "./fingerprint.ts"
+import { parseJson } from "../../json/Json.ts"
 
 export interface Progress {
   readonly running: boolean
@@ -76,7 +77,7 @@ const step = (context: JobContext, sql: SqlClient.SqlClient, job: Job, catalog: 
       const failures: Array<Failure> = []
       for (const candidate of candidates) {
         try {
-          const resource = JSON.parse(candidate.content) as Record<string, unknown>
+          const resource = parseJson(candidate.content) as Record<string, unknown>
           indexes.push({ rkey: candidate.rkey, type: candidate.type, rows: extractIndex(resource, catalog) })
         } catch (error) {
           failures.push({ type: candidate.type, id: candidate.id, reason: String(error) })

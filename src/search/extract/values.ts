@@ -6,6 +6,8 @@ import { cover, dateRange, periodRange, type Range } from "./dates.ts"
 import type { IndexRow, QuantityRow, ReferenceRow, TokenRow } from "./IndexRow.ts"
 import { extensionValue, type FhirNode, type Json, list, obj, text, type Typed } from "./nodes.ts"
 import type { Canonical } from "./ucum.ts"
+import { lexicalOf } from "../../json/lexical.ts"
+import { readDecimal } from "../parse/numbers.ts"
 
 export interface ValueContext {
   /** The code system bound to a `code` element, if the binding names exactly one. */
@@ -105,11 +107,29 @@ const dateOf = (t: Typed): Range | undefined => {
   }
 }
 
-/** `[low, high)` from the digits written: 100 covers [99.5, 100.5), 1.50 would cover [1.495, 1.505). */
-const numberRow = (code: string, value: number, written = String(value)): IndexRow => {
-  const decimals = written.includes("e") ? 0 : (written.split(".")[1]?.length ?? 0)
-  const half = 0.5 * 10 ** -decimals
-  return { kind: "number", code, value, low: value - half, high: value + half }
+/**
+ * `[low, high)` from the digits written, as for a search value: 100 covers [99.5, 100.5), 1.50 covers
+ * [1.495, 1.505), 1.5e3 covers [1450, 1550).
+ */
+const numberRow = (code: string, value: number, written: string | undefined): IndexRow => {
+  const range = readDecimal(written ?? String(value))
+  return range === undefined || range.value !== value
+    ? { kind: "number", code, value, low: value, high: value }
+    : { kind: "number", code, value, low: range.low, high: range.high }
+}
+
+/** The text a number was written with in the resource (src/json/lexical.ts), when kept. */
+const writtenText = (t: Typed): string | undefined => {
+  const holder = t.node?.parentResNode?.data
+  const name = t.node?.propName
+  if (typeof holder !== "object" || holder === null || name === undefined) return undefined
+  // A choice element is named without its type (`probability` for `probabilityDecimal`).
+  const key = name in holder ? name : name + t.type.charAt(0).toUpperCase() + t.type.slice(1)
+  const value: unknown = (holder as Json)[key]
+  if (!Array.isArray(value)) return lexicalOf(holder, key)
+  // An item of a list: found by its number, when that number is there once.
+  const at = value.indexOf(t.data)
+  return at >= 0 && value.indexOf(t.data, at + 1) < 0 ? lexicalOf(value, at) : undefined
 }
 
 const quantityTypes = new Set(["Quantity", "Age", "Duration", "Distance", "Count", "SimpleQuantity", "MoneyQuantity"])
@@ -193,7 +213,7 @@ export const rowsOf = (type: string, code: string, value: Typed, ctx: ValueConte
       return [{ kind: "date", code, low: range.low, high: range.high }]
     }
     case "number": {
-      if (typeof t.data === "number") return Number.isFinite(t.data) ? [numberRow(code, t.data)] : []
+      if (typeof t.data === "number") return Number.isFinite(t.data) ? [numberRow(code, t.data, writtenText(t))] : []
       // fhirpath.js gives a decimal element as an object with its number and the text as written.
       const decimal = obj(t.data)
       const value = decimal?.["value"]

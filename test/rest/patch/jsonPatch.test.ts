@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
+import { parseJson, stringifyJson } from "../../../src/json/Json.ts"
 import { jsonPatch, maxCopiedValues } from "../../../src/rest/patch/jsonPatch.ts"
 import { readSharedCases } from "./sharedCases.ts"
 
@@ -168,5 +169,26 @@ describe("JSON Patch: copies are bounded", () => {
     const doc = { name: [{ family: "A" }] }
     const patched = Either.getOrThrow(jsonPatch(doc, [{ op: "copy", from: "", path: "/one" }, { op: "copy", from: "", path: "/two" }])) as Record<string, any>
     expect(patched["two"]["one"]).toEqual({ name: [{ family: "A" }] })
+  })
+})
+
+describe("JSON Patch: decimals keep their text", () => {
+  const patched = (doc: string, patch: string) => stringifyJson(Either.getOrThrow(jsonPatch(parseJson(doc), parseJson(patch))))
+
+  it("keeps the text of what it leaves, moves or copies, and gives a value set the patch's text", () => {
+    expect(patched(`{"a":[1.0,2.0,3.0],"b":4.50}`, `[{"op":"add","path":"/a/0","value":1.00},{"op":"remove","path":"/a/2"}]`))
+      .toBe(`{"a":[1.00,1.0,3.0],"b":4.50}`)
+    expect(patched(`{"a":[1.0,2.0,3.0],"b":4.50}`, `[{"op":"move","from":"/a/0","path":"/a/-"},{"op":"copy","from":"/b","path":"/c"}]`))
+      .toBe(`{"a":[2.0,3.0,1.0],"b":4.50,"c":4.50}`)
+    expect(patched(`{"a":[1.0,2.0],"b":4.50}`, `[{"op":"replace","path":"/b","value":4.5},{"op":"replace","path":"/a/1","value":2.000}]`))
+      .toBe(`{"a":[1.0,2.000],"b":4.5}`)
+    expect(patched(`{"a":{"x":[1.10]}}`, `[{"op":"add","path":"/b","value":{"y":[2.20]}},{"op":"move","from":"/a","path":"/c"}]`))
+      .toBe(`{"b":{"y":[2.20]},"c":{"x":[1.10]}}`)
+  })
+
+  it("leaves the input's texts as they were", () => {
+    const doc = parseJson(`{"a":[1.0,2.0]}`)
+    Either.getOrThrow(jsonPatch(doc, parseJson(`[{"op":"remove","path":"/a/0"},{"op":"replace","path":"/a/0","value":7}]`)))
+    expect(stringifyJson(doc)).toBe(`{"a":[1.0,2.0]}`)
   })
 })

@@ -1,6 +1,7 @@
 import { Either } from "effect"
 import { beforeAll, describe, expect, it } from "vitest"
 import type { Catalog } from "../../../src/catalog/Catalog.ts"
+import { stringifyJson } from "../../../src/json/Json.ts"
 import { fromXml } from "../../../src/rest/xml/fromXml.ts"
 import { loadCatalog } from "./support.ts"
 
@@ -48,6 +49,25 @@ describe("fromXml", () => {
         `<valueQuantity><value value="1.50"/><unit value="mg"/></valueQuantity></Observation>`
     )
     expect(observation["valueQuantity"]).toEqual({ value: 1.5, unit: "mg" })
+  })
+
+  it("keeps the text of decimals beside their numbers, in single and repeating elements", (context) => {
+    if (catalog === undefined) return context.skip()
+    const observation = read(
+      `<Observation ${FHIR}><status value="final"/><code><text value="x"/></code>` +
+        `<valueQuantity><value value="1.50"/></valueQuantity><component><code><text value="c"/></code>` +
+        `<valueQuantity><value value="-1E+3"/></valueQuantity></component></Observation>`
+    )
+    expect(stringifyJson(observation)).toContain(`"valueQuantity":{"value":1.50}`)
+    expect(stringifyJson(observation)).toContain(`"valueQuantity":{"value":-1E+3}`)
+    const sequence = read(
+      `<MolecularSequence ${FHIR}><coordinateSystem value="0"/><quality><type value="snp"/><roc>` +
+        `<score value="1"/><score value="2"/><precision value="0.10"/><precision value="0.2"/><precision value="3.000"/>` +
+        `</roc></quality></MolecularSequence>`
+    )
+    expect(stringifyJson(sequence)).toContain(`"precision":[0.10,0.2,3.000]`)
+    // An integer's `+` is XML's, not JSON's: written as the number.
+    expect(stringifyJson(read(`<Patient ${FHIR}><multipleBirthInteger value="+2"/></Patient>`))).toBe(`{"resourceType":"Patient","multipleBirthInteger":2}`)
   })
 
   it("puts a primitive's id and extensions in its _name sibling, aligned with null in arrays", (context) => {

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest"
 import type { Catalog } from "../../../src/catalog/Catalog.ts"
+import { parseJson } from "../../../src/json/Json.ts"
 import { toXml } from "../../../src/rest/xml/toXml.ts"
 import { loadCatalog } from "./support.ts"
 
@@ -29,6 +30,18 @@ describe("toXml", () => {
     expect(xml({ resourceType: "Observation", status: "final", code: { text: "x" }, valueQuantity: { value: "1.50" } }))
       .toContain(`<value value="1.50"/>`)
     expect(xml({ resourceType: "Patient", multipleBirthInteger: 2 })).toContain(`<multipleBirthInteger value="2"/>`)
+  })
+
+  it("writes a decimal with the text it was parsed with, while it holds that number", (context) => {
+    if (catalog === undefined) return context.skip()
+    const observation = parseJson(`{"resourceType":"Observation","status":"final","code":{"text":"x"},"valueQuantity":{"value":1.50},` +
+      `"component":[{"code":{"text":"c"},"valueQuantity":{"value":2.0E-3}}]}`) as any
+    expect(xml(observation)).toContain(`<valueQuantity><value value="1.50"/></valueQuantity>`)
+    expect(xml(observation)).toContain(`<valueQuantity><value value="2.0E-3"/></valueQuantity>`)
+    observation.valueQuantity.value = 1.25
+    expect(xml(observation)).toContain(`<valueQuantity><value value="1.25"/></valueQuantity>`)
+    const sequence = parseJson(`{"resourceType":"MolecularSequence","coordinateSystem":0,"quality":[{"type":"snp","roc":{"precision":[0.10,0.2,3.000]}}]}`) as any
+    expect(xml(sequence)).toContain(`<precision value="0.10"/><precision value="0.2"/><precision value="3.000"/>`)
   })
 
   it("writes a primitive's id and extensions from its _name sibling, aligned in arrays", (context) => {
