@@ -194,7 +194,14 @@ class Reader {
 export const parseJson = (text: string): unknown => {
   const value: unknown = JSON.parse(text)
   if (typeof value !== "object" || value === null || !mayHoldLexicalNumbers(text)) return value
-  return new Reader(text).value()
+  try {
+    return new Reader(text).value()
+  } catch (error) {
+    // Nesting too deep for the second reader's recursion: the value without the number texts, for the
+    // caller's own depth check (src/rest/bodyCheck.ts) to refuse with its message.
+    if (error instanceof RangeError) return value
+    throw error
+  }
 }
 
 const isContainer = (value: unknown): value is object => typeof value === "object" && value !== null

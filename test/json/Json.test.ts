@@ -157,3 +157,13 @@ describe("recorded texts", () => {
     expect(stringifyJson(value)).toBe(`{"a":{"b":[{"c":1.50}]}}`)
   })
 })
+
+describe("parseJson on deep text", () => {
+  it("gives the value without its number texts when nesting is too deep to read them, for the body check to refuse", () => {
+    const depth = 50_000
+    const value = parseJson(`${'{"a":'.repeat(depth)}1.50${"}".repeat(depth)}`) as Record<string, unknown>
+    let level: unknown = value
+    for (let i = 0; i < depth; i++) level = (level as Record<string, unknown>)["a"]
+    expect(level).toBe(1.5)
+  })
+})
