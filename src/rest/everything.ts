@@ -18,7 +18,7 @@ import { bundleText } from "./bundleText.ts"
 import { fail } from "./FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
 import { readResource } from "./RequestBody.ts"
-import { bundleBody } from "./bundleBody.ts"
+import { largeBody } from "./largeBody.ts"
 
 /** The types `$everything` is defined on, with the OperationDefinition of each. */
 export const everythingOperations: Readonly<Record<string, string>> = {
@@ -165,5 +165,5 @@ export const everything = (request: FhirRequest, type: string, id: string) =>
         return bundleText({ type: "searchset", total, link: links }, entries, now)
       })
     )
-    return yield* bundleBody(text, request.negotiated, request.catalog)
+    return yield* largeBody(text, request.negotiated, request.catalog)
   })

@@ -11,7 +11,7 @@ import { fail, type FhirError } from "./FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
 import { bundleText } from "./bundleText.ts"
 import { atPage, cursorOwner, pageLinks } from "./paging.ts"
-import { bundleBody } from "./bundleBody.ts"
+import { largeBody } from "./largeBody.ts"
 
 /**
  * A FHIR date, dateTime or instant as a half-open span of commit timestamps (microseconds), or a 400
@@ -108,5 +108,5 @@ export const history = (request: FhirRequest, scope: HistoryScope) =>
     const rows = backwards ? [...page.rows].reverse() : page.rows
     const now = yield* Clock.currentTimeMillis
     const text = bundleText({ type: "history", total, link: links }, rows.map((row) => entryText(request.base, row)), now)
-    return yield* bundleBody(text, request.negotiated, request.catalog)
+    return yield* largeBody(text, request.negotiated, request.catalog)
   })

@@ -5,7 +5,8 @@ import { Database } from "../db/Database.ts"
 import { readCurrent, readVersion, type VersionRow } from "../store/reads.ts"
 import { fail } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
-import { etag, resourceBody, versionHeaders } from "./respond.ts"
+import { largeBody } from "./largeBody.ts"
+import { etag, versionHeaders } from "./respond.ts"
 import { shapeOfQuery, shapeText } from "./shape.ts"
 
 const gone = (row: VersionRow) =>
@@ -27,7 +28,7 @@ const answer = (request: FhirRequest, row: VersionRow) => {
   const shape = shapeOfQuery(request.params)
   if (Either.isLeft(shape)) return Effect.fail(fail("invalid", shape.left, 400))
   const body = shapeText(row.content!, row.type, request.catalog, shape.right)
-  return Effect.succeed(resourceBody(body, request.negotiated, request.catalog, { headers: versionHeaders(row) }))
+  return largeBody(body, request.negotiated, request.catalog, { headers: versionHeaders(row) })
 }
 
 export const read = (request: FhirRequest, type: string, id: string) =>

@@ -24,7 +24,7 @@ import { unsortable } from "../search/plan/sort.ts"
 import { bundleText } from "./bundleText.ts"
 import { fail, type FhirError } from "./FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
-import { bundleBody } from "./bundleBody.ts"
+import { largeBody } from "./largeBody.ts"
 import { atPage, cursorOwner, type PageAt, pageLinks as linksOf } from "./paging.ts"
 import { pageIncludes } from "./pageIncludes.ts"
 import { shapeFor, shapeText } from "./shape.ts"
@@ -275,5 +275,5 @@ export const search = (
       }, scope))
     const headers: Record<string, string> = { vary: "Prefer" }
     if (lenient) headers["preference-applied"] = "handling=lenient"
-    return yield* bundleBody(text, request.negotiated, request.catalog, { headers })
+    return yield* largeBody(text, request.negotiated, request.catalog, { headers })
   })

@@ -4,8 +4,10 @@
  * out. A decimal is written with the text it was read with (`1.50`, kept by src/json/lexical.ts) while it
  * holds the same number, otherwise as JavaScript writes the number.
  */
+import { Effect } from "effect"
 import type { Catalog } from "../../catalog/Catalog.ts"
 import { lexicalOf } from "../../json/lexical.ts"
+import { Pacer, yieldToEventLoop } from "../../store/EventLoop.ts"
 import { modelsFor, type TypeModel, type TypeRef, type XmlModels } from "./XmlModel.ts"
 import { parseXml, XmlSyntaxError } from "./XmlParser.ts"
 import { embedMarkup, escapeAttribute, escapeText } from "./xmlText.ts"
@@ -39,6 +41,17 @@ const narrative = (div: string): string => {
   return `<div xmlns="${XHTML_NS}">${escapeText(div)}</div>`
 }
 
+/**
+ * The writer's steps: it pauses (yields) before each resource inside the one written (contained resources,
+ * Bundle entries, Parameters) and every 64 items of a repeating element, so a large resource can be written
+ * in slices between which other requests run (`toXmlSliced`); `toXml` runs the steps through at once.
+ */
+type Steps = Generator<void, void, undefined>
+
+const drain = (steps: Steps): void => {
+  while (!steps.next().done) { /* run every step */ }
+}
+
 interface Present {
   readonly index: number
   readonly type: TypeRef
@@ -60,12 +73,13 @@ class Writer {
     return known
   }
 
-  resource(json: Record<string, unknown>, depth: number, root: boolean): void {
+  *resource(json: Record<string, unknown>, depth: number, root: boolean): Steps {
     const type = json["resourceType"]
     const model = typeof type === "string" ? this.models.forType(type) : undefined
     if (typeof type !== "string" || model === undefined) return
+    if (!root) yield
     this.out += (depth === 0 ? "" : this.indent(depth)) + "<" + type + (root ? ` xmlns="${FHIR_NS}"` : "")
-    this.body(json, model, depth, type)
+    yield* this.body(json, model, depth, type)
   }
 
   /** The elements present in `json`, in the order of the definition; JSON objects have few keys, models many. */
@@ -83,7 +97,7 @@ class Writer {
   }
 
   /** Attributes and children of an open tag `<name` already written; closes it. */
-  private body(json: Record<string, unknown>, model: TypeModel, depth: number, name: string): void {
+  private *body(json: Record<string, unknown>, model: TypeModel, depth: number, name: string): Steps {
     for (const element of model.elements) {
       if (!element.attribute) continue
       const attribute = element.types[0]?.name ?? ""
@@ -100,21 +114,45 @@ class Writer {
       const value = json[type.name]
       const extra = type.kind === "primitive" ? json[type.extraName] : undefined
       if (model.elements[index]?.repeats !== true) {
-        this.value(type, value, extra, depth + 1, typeof value === "number" ? lexicalOf(json, type.name) : undefined)
+        if (type.kind === "primitive" || type.kind === "xhtml") {
+          this.leaf(type, value, extra, depth + 1, typeof value === "number" ? lexicalOf(json, type.name) : undefined)
+        } else if (isRecord(value)) {
+          this.out += this.indent(depth + 1) + "<" + type.name
+          if (type.kind === "resource") {
+            this.out += ">"
+            yield* this.resource(value, depth + 2, false)
+            this.out += this.indent(depth + 1) + "</" + type.name + ">"
+          } else {
+            yield* this.body(value, type.model(), depth + 1, type.name)
+          }
+        }
       } else if (Array.isArray(value) || Array.isArray(extra)) {
         const values = Array.isArray(value) ? value : []
         const extras = Array.isArray(extra) ? extra : []
         const count = Math.max(values.length, extras.length)
+        const leaves = type.kind === "primitive" || type.kind === "xhtml"
         for (let k = 0; k < count; k++) {
           const item: unknown = values[k]
-          this.value(type, item, extras[k], depth + 1, typeof item === "number" ? lexicalOf(values, k) : undefined)
+          if (leaves) this.leaf(type, item, extras[k], depth + 1, typeof item === "number" ? lexicalOf(values, k) : undefined)
+          else if (isRecord(item)) {
+            this.out += this.indent(depth + 1) + "<" + type.name
+            if (type.kind === "resource") {
+              this.out += ">"
+              yield* this.resource(item, depth + 2, false)
+              this.out += this.indent(depth + 1) + "</" + type.name + ">"
+            } else {
+              yield* this.body(item, type.model(), depth + 1, type.name)
+            }
+          }
+          if ((k & 63) === 63) yield
         }
       }
     }
     this.out += this.indent(depth) + "</" + name + ">"
   }
 
-  private value(type: TypeRef, value: unknown, extra: unknown, depth: number, lexeme?: string): void {
+  /** A primitive or the narrative. */
+  private leaf(type: TypeRef, value: unknown, extra: unknown, depth: number, lexeme?: string): void {
     switch (type.kind) {
       case "primitive": {
         const text = lexeme ?? scalar(value)
@@ -134,7 +172,7 @@ class Writer {
         for (const item of extensions) {
           if (!isRecord(item) || extension === undefined) continue
           this.out += this.indent(depth + 1) + "<extension"
-          this.body(item, extension, depth + 1, "extension")
+          drain(this.body(item, extension, depth + 1, "extension"))
         }
         this.out += this.indent(depth) + "</" + type.name + ">"
         return
@@ -142,18 +180,14 @@ class Writer {
       case "xhtml":
         if (typeof value === "string") this.out += this.indent(depth) + narrative(value)
         return
-      case "resource":
-        if (!isRecord(value)) return
-        this.out += this.indent(depth) + "<" + type.name + ">"
-        this.resource(value, depth + 1, false)
-        this.out += this.indent(depth) + "</" + type.name + ">"
-        return
-      case "complex":
-        if (!isRecord(value)) return
-        this.out += this.indent(depth) + "<" + type.name
-        this.body(value, type.model(), depth, type.name)
     }
   }
+}
+
+const writerFor = (catalog: Catalog, pretty: boolean): Writer => {
+  const writer = new Writer(modelsFor(catalog), pretty)
+  writer.out = pretty ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" : "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+  return writer
 }
 
 export const toXml = (
@@ -161,9 +195,29 @@ export const toXml = (
   catalog: Catalog,
   options?: { readonly pretty?: boolean }
 ): string => {
-  const pretty = options?.pretty === true
-  const writer = new Writer(modelsFor(catalog), pretty)
-  writer.out = pretty ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" : "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
-  writer.resource(resource, 0, true)
+  const writer = writerFor(catalog, options?.pretty === true)
+  drain(writer.resource(resource, 0, true))
   return writer.out
 }
+
+/** Pauses of the writer between two yields to the event loop: some 50 Bundle entries or 3,000 list items. */
+const stepsPerSlice = 50
+
+/**
+ * The same text as `toXml`, written in slices with the event loop given back between them, so that a
+ * resource of many megabytes (a large Bundle, a ValueSet of thousands of codes) does not hold up other requests.
+ */
+export const toXmlSliced = (
+  resource: Record<string, unknown>,
+  catalog: Catalog,
+  options?: { readonly pretty?: boolean }
+): Effect.Effect<string> =>
+  Effect.gen(function*() {
+    const writer = writerFor(catalog, options?.pretty === true)
+    const steps = writer.resource(resource, 0, true)
+    const pacer = new Pacer(stepsPerSlice)
+    while (!steps.next().done) {
+      if (pacer.due(1)) yield* yieldToEventLoop
+    }
+    return writer.out
+  })
