@@ -14,11 +14,11 @@ import type { CommitContext } from "../store/Writer.ts"
 import { WriteBatch } from "../store/WriteBatch.ts"
 import { bodyMatches, knownType, validId } from "./checks.ts"
 import { fail, type FhirError, invalidResource } from "./FhirError.ts"
-import { isValid, validateForWrite } from "../validation/Validator.ts"
+import { isValid, validateForWriteSteps } from "../validation/Validator.ts"
 import type { ReferenceCheck } from "../validation/referencePolicy.ts"
 import type { PatchProblem } from "./patch/PatchProblem.ts"
 import { extractIndexPaced } from "../search/extract/extractIndex.ts"
-import { Pacer, workPerYield } from "../store/EventLoop.ts"
+import { Pacer, paced, workPerYield } from "../store/EventLoop.ts"
 import { removeIndex, writeIndex } from "../search/IndexWriter.ts"
 
 export interface CommandEnv {
@@ -98,10 +98,11 @@ const validated = (env: CommandEnv, type: string, id: string, resource: Record<s
   Effect.suspend(() => {
     const tooLarge = bundleEntries(env, type, resource)
     if (tooLarge) return Effect.fail(tooLarge)
-    const validation = validateForWrite({ ...resource, id }, env.catalog)
-    if (!isValid(validation.issues)) return invalidResource(`${type}/${id}`, validation.issues)
-    env.references.add(`${type}/${id}`, validation.references)
-    return Effect.as(env.pacer.step(validationUnits), validation)
+    return Effect.flatMap(paced(env.pacer, validateForWriteSteps({ ...resource, id }, env.catalog)), (validation) => {
+      if (!isValid(validation.issues)) return invalidResource(`${type}/${id}`, validation.issues)
+      env.references.add(`${type}/${id}`, validation.references)
+      return Effect.as(env.pacer.step(validationUnits), validation)
+    })
   })
 
 /** The search index rows of a version; 413 beyond `server.max_index_rows`. */

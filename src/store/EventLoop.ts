@@ -43,3 +43,16 @@ export class Pacer {
  * a median of 13 ms on Postgres instead of 3 to 5; the yields themselves cost a few µs each.
  */
 export const workPerYield = 500
+
+/** Runs `steps` to their end, each step's units counted by `pacer`, yielding to the event loop when it says so. */
+export const paced = <A>(pacer: Pacer, steps: Generator<number, A, undefined>): Effect.Effect<A> =>
+  Effect.suspend(() => {
+    const loop = (): Effect.Effect<A> => {
+      for (;;) {
+        const step = steps.next()
+        if (step.done) return Effect.succeed(step.value)
+        if (pacer.due(step.value)) return Effect.flatMap(yieldToEventLoop, loop)
+      }
+    }
+    return loop()
+  })

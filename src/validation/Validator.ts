@@ -46,9 +46,21 @@ export interface WriteValidation {
 }
 
 export const validateForWrite = (resource: unknown, catalog: Catalog): WriteValidation => {
+  const steps = validateForWriteSteps(resource, catalog)
+  for (;;) {
+    const step = steps.next()
+    if (step.done) return step.value
+  }
+}
+
+/**
+ * `validateForWrite` in steps, each yielding the units of work it did (Walk.steps), for a caller that lets
+ * other requests in between (src/rest/commands.ts); the same issues and references.
+ */
+export function* validateForWriteSteps(resource: unknown, catalog: Catalog): Generator<number, WriteValidation, undefined> {
   const walk = new Walk(registryFor(catalog))
   try {
-    walk.run(resource, "", [])
+    yield* walk.steps(resource, "", [])
     return { issues: walk.issues, references: walk.references }
   } catch (error) {
     return {

@@ -109,20 +109,33 @@ export class Walk {
 
   /** Walks a top-level resource, then evaluates the invariants collected. */
   run(resource: unknown, path: string, profiles: ReadonlyArray<string>): void {
+    const steps = this.steps(resource, path, profiles)
+    while (!steps.next().done) { /* every step at once */ }
+  }
+
+  /**
+   * `run` in steps: the walk in one, then the invariants a few at a time, each step yielding the work it
+   * did (units of about 2 µs: a resource's invariants can take longer than its walk), so that a caller may
+   * let other work in between (src/store/EventLoop.ts).
+   */
+  *steps(resource: unknown, path: string, profiles: ReadonlyArray<string>): Generator<number, void, undefined> {
     this.root = path !== "" ? path : isObject(resource) && typeof resource["resourceType"] === "string" ? resource["resourceType"] : ""
     try {
       this.resource(resource, path, undefined, 0, undefined, profiles)
-      this.evaluateInvariants()
+      yield Math.ceil(this.elements / 4)
+      yield* this.evaluateInvariants()
     } catch (error) {
       if (!(error instanceof TooManyIssues)) throw error
     }
   }
 
-  private evaluateInvariants(): void {
+  private *evaluateInvariants(): Generator<number, void, undefined> {
     if (this.tooDeep) return
     const large = this.elements > largeResource
     let skipped = 0
+    let evaluated = 0
     for (const { invariant, data, scope, path } of this.deferred) {
+      if ((++evaluated & 15) === 0) yield 8
       const outcome = invariant.check(data, scope, large)
       if (outcome === "pass") continue
       if (outcome === "skipped") skipped++
