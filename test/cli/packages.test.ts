@@ -2,18 +2,13 @@
 import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { suiteDatabase } from "../support/postgresSuite.ts"
-import { runSvc, startSvc, tempDir } from "../support/process.ts"
+import { runSvc, startSvc } from "../support/process.ts"
+import { scratchDirectories } from "../support/scratch.ts"
 
 const ig = fileURLToPath(new URL("../fixtures/packages/ig", import.meta.url))
-const dirs: Array<{ remove: () => void }> = []
-const scratch = () => {
-  const dir = tempDir()
-  dirs.push(dir)
-  return dir.path
-}
-afterAll(() => dirs.forEach((dir) => dir.remove()))
+const scratch = scratchDirectories()
 
 const installedLines = (lines: ReadonlyArray<string>) =>
   lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry["message"] === "installed package")

@@ -3,17 +3,12 @@ import Sqlite from "better-sqlite3"
 import { existsSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { suiteDatabase } from "../support/postgresSuite.ts"
-import { runSvc, startSvc, tempDir } from "../support/process.ts"
+import { runSvc, startSvc } from "../support/process.ts"
+import { scratchDirectories } from "../support/scratch.ts"
 
-const dirs: Array<{ remove: () => void }> = []
-const scratch = () => {
-  const dir = tempDir()
-  dirs.push(dir)
-  return dir.path
-}
-afterAll(() => dirs.forEach((dir) => dir.remove()))
+const scratch = scratchDirectories()
 
 const get = async (url: string) => {
   const response = await fetch(url)

@@ -4,17 +4,12 @@
  * dies with its process, so after a kill -9 a new server starts. Real processes on SQLite and Postgres.
  */
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { suiteDatabase } from "../support/postgresSuite.ts"
-import { runSvc, startSvc, tempDir } from "../support/process.ts"
+import { runSvc, startSvc } from "../support/process.ts"
+import { scratchDirectories } from "../support/scratch.ts"
 
-const dirs: Array<{ remove: () => void }> = []
-const scratch = () => {
-  const dir = tempDir()
-  dirs.push(dir)
-  return dir.path
-}
-afterAll(() => dirs.forEach((dir) => dir.remove()))
+const scratch = scratchDirectories()
 
 /** The whole story on the database `flags` name. */
 const refusesASecondProcess = async (flags: ReadonlyArray<string>, shown: string) => {

@@ -5,16 +5,11 @@
  */
 import { connect, type Socket } from "node:net"
 import { performance } from "node:perf_hooks"
-import { afterAll, describe, expect, it } from "vitest"
-import { startSvc, tempDir } from "../support/process.ts"
+import { describe, expect, it } from "vitest"
+import { startSvc } from "../support/process.ts"
+import { scratchDirectories } from "../support/scratch.ts"
 
-const dirs: Array<{ remove: () => void }> = []
-const scratch = () => {
-  const dir = tempDir()
-  dirs.push(dir)
-  return dir.path
-}
-afterAll(() => dirs.forEach((dir) => dir.remove()))
+const scratch = scratchDirectories()
 
 interface Connection {
   readonly socket: Socket

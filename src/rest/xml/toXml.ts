@@ -116,15 +116,8 @@ class Writer {
       if (model.elements[index]?.repeats !== true) {
         if (type.kind === "primitive" || type.kind === "xhtml") {
           this.leaf(type, value, extra, depth + 1, typeof value === "number" ? lexicalOf(json, type.name) : undefined)
-        } else if (isRecord(value)) {
-          this.out += this.indent(depth + 1) + "<" + type.name
-          if (type.kind === "resource") {
-            this.out += ">"
-            yield* this.resource(value, depth + 2, false)
-            this.out += this.indent(depth + 1) + "</" + type.name + ">"
-          } else {
-            yield* this.body(value, type.model(), depth + 1, type.name)
-          }
+        } else {
+          yield* this.nested(type, value, depth + 1)
         }
       } else if (Array.isArray(value) || Array.isArray(extra)) {
         const values = Array.isArray(value) ? value : []
@@ -134,16 +127,7 @@ class Writer {
         for (let k = 0; k < count; k++) {
           const item: unknown = values[k]
           if (leaves) this.leaf(type, item, extras[k], depth + 1, typeof item === "number" ? lexicalOf(values, k) : undefined)
-          else if (isRecord(item)) {
-            this.out += this.indent(depth + 1) + "<" + type.name
-            if (type.kind === "resource") {
-              this.out += ">"
-              yield* this.resource(item, depth + 2, false)
-              this.out += this.indent(depth + 1) + "</" + type.name + ">"
-            } else {
-              yield* this.body(item, type.model(), depth + 1, type.name)
-            }
-          }
+          else yield* this.nested(type, item, depth + 1)
           if ((k & 63) === 63) yield
         }
       }
@@ -180,6 +164,19 @@ class Writer {
       case "xhtml":
         if (typeof value === "string") this.out += this.indent(depth) + narrative(value)
         return
+    }
+  }
+
+  /** A resource (wrapped in an element named after the element) or an element of a complex type. */
+  private *nested(type: TypeRef, value: unknown, depth: number): Steps {
+    if (!isRecord(value)) return
+    this.out += this.indent(depth) + "<" + type.name
+    if (type.kind === "resource") {
+      this.out += ">"
+      yield* this.resource(value, depth + 1, false)
+      this.out += this.indent(depth) + "</" + type.name + ">"
+    } else {
+      yield* this.body(value, type.model(), depth, type.name)
     }
   }
 }
