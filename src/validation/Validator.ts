@@ -16,10 +16,12 @@ export { isValid } from "./Issue.ts"
 export interface ValidateOptions {
   /** Profiles to check the resource against besides its meta.profile; an unknown one is an error. */
   readonly profiles?: ReadonlyArray<string>
+  /** `ignore`: contained resources are not validated (nor is dom-3, which asks that they be referred to). */
+  readonly contained?: "check" | "ignore"
 }
 
 export const validateResource = (resource: unknown, catalog: Catalog, options?: ValidateOptions): ReadonlyArray<Issue> => {
-  const walk = new Walk(registryFor(catalog))
+  const walk = new Walk(registryFor(catalog), options)
   try {
     walk.run(resource, "", options?.profiles ?? [])
     return walk.issues

@@ -6,6 +6,7 @@
  * the walk, once the size of the resource is known. Bounded in depth and in the number of issues.
  */
 import { isObject } from "../catalog/json.ts"
+import { canonicalResourceRules, canonicalResourceTypes } from "./canonical.ts"
 import { checkBinding, codeInSystemProblem } from "./codes.ts"
 import { contextPath, contextProblem, type Owner } from "./contexts.ts"
 import type { Children, CompiledStructure, ElementNode, TypeChoice } from "./compile.ts"
@@ -23,6 +24,11 @@ export const maxDepth = 100
 export const maxIssues = 500
 /** Beyond this many elements, invariants that walk whole subtrees (descendants()) are not evaluated. */
 export const largeResource = 50_000
+
+export interface WalkOptions {
+  /** `ignore`: contained resources are not validated (nor is dom-3, which asks that they be referred to). */
+  readonly contained?: "check" | "ignore"
+}
 
 export interface Deferred {
   readonly invariant: Invariant
@@ -78,8 +84,10 @@ export class Walk {
   private others = 0
   private tooDeep = false
   private root = ""
+  /** The element ids met so far in the resource being walked (created on the first one). */
+  private elementIds: Map<string, string> | undefined
 
-  constructor(readonly registry: Registry) {}
+  constructor(readonly registry: Registry, readonly options: WalkOptions = {}) {}
 
   report(severity: Severity, code: string, expression: string, diagnostics: string): void {
     const key = `${severity}|${code}|${expression}|${diagnostics}`
@@ -136,6 +144,7 @@ export class Walk {
     let evaluated = 0
     for (const { invariant, data, scope, path } of this.deferred) {
       if ((++evaluated & 15) === 0) yield 8
+      if (invariant.key === "dom-3" && this.options.contained === "ignore") continue
       const outcome = invariant.check(data, scope, large)
       if (outcome === "pass") continue
       if (outcome === "skipped") skipped++
@@ -192,10 +201,13 @@ export class Walk {
       this.report("error", "value", `${at}.id`, `Invalid resource id '${id.slice(0, 80)}': an id is 1 to 64 letters, digits, '-' and '.'`)
     }
     const outerTargets = this.bundleTargets
+    const outerIds = this.elementIds
+    this.elementIds = undefined
     if (type === "Bundle") this.bundleTargets = entryTargets(value, outerTargets)
     // A TooManyIssues throw ends the whole walk: nothing to restore then.
     this.against(value, structure, at, scope, depth)
     this.bundleTargets = outerTargets
+    this.elementIds = outerIds
     const meta = value["meta"]
     const claimed = isObject(meta) && Array.isArray(meta["profile"]) ? meta["profile"] : []
     for (const url of claimed) {
@@ -203,12 +215,16 @@ export class Walk {
     }
     for (const url of profiles) this.profile(value, url, at, scope, depth, "error")
     resourceRules(type)?.(value, at, this)
+    if (canonicalResourceTypes.has(type)) canonicalResourceRules(value, at, this)
   }
 
   private profile(value: Record<string, unknown>, url: string, path: string, scope: Scope, depth: number, unknown: Severity): void {
     const structure = this.registry.structure(url)
     if (structure === undefined) {
-      this.report(unknown, "not-found", path, `Profile ${url} is unknown to this server: the resource was not checked against it`)
+      if (this.registry.catalog.structureDefinition(url) !== undefined) {
+        // Validation is against snapshots; a differential alone is not expanded here.
+        this.report("information", "not-supported", path, `Profile ${url} has no snapshot: the resource was not checked against it`)
+      } else this.report(unknown, "not-found", path, `Profile ${url} is unknown to this server: the resource was not checked against it`)
       return
     }
     if (structure.type !== value["resourceType"] || structure.kind !== "resource") {
@@ -280,7 +296,7 @@ export class Walk {
     const path = node.choice ? `${parent}.${node.name}.ofType(${type.code})` : `${parent}.${node.name}`
     if (node.max === 0) {
       this.report("error", "structure", path, `${node.path} is not allowed here (max 0)`)
-      return 1
+      return 0
     }
     if (!type.primitive && extension !== undefined) {
       this.report("error", "structure", `${parent}._${type.jsonName}`, `Unrecognized property '_${type.jsonName}': ${type.code} is not a primitive type`)
@@ -332,6 +348,24 @@ export class Walk {
         this.report("error", "structure", `${path}[${i}]`, `${node.path}: this item matches none of the slices, and the slicing is closed`)
       }
     })
+    if (node.slicing?.ordered === true) {
+      // Ordered slicing: the items of each slice come after those of the slices before it; with `openAtEnd`
+      // the items that fit no slice come last (https://hl7.org/fhir/R4/profiling.html#slicing).
+      let highest = -1
+      let unsliced = false
+      for (let i = 0; i < assignment.length; i++) {
+        const index = assignment[i]!
+        if (index < 0) {
+          unsliced = true
+          continue
+        }
+        if (index < highest || (unsliced && node.slicing.rules === "openAtEnd")) {
+          this.report("error", "structure", `${path}[${i}]`, `${node.path}: this item of slice '${slices[index]!.sliceName}' is out of order: the slicing is ordered`)
+          break
+        }
+        highest = index
+      }
+    }
     slices.forEach((slice, index) => {
       const count = counts[index]!
       if (count < slice.min) this.report("error", "required", path, `${node.path}: slice '${slice.sliceName}' requires at least ${slice.min}, but found ${count}`)
@@ -340,11 +374,19 @@ export class Walk {
     return assignment.map((index) => (index >= 0 ? slices[index]! : node))
   }
 
+  /** Element ids are unique within a resource (https://hl7.org/fhir/R4/element.html: they are used for internal references). */
+  private elementId(id: string, path: string): void {
+    const ids = (this.elementIds ??= new Map())
+    const first = ids.get(id)
+    if (first === undefined) ids.set(id, path)
+    else if (first !== path) this.report("error", "business-rule", path, `Duplicate id value '${id.slice(0, 80)}': ${first} has the same id`)
+  }
+
   /** Whether a value meets a profile (for profile discriminators): no error when checked against it alone. */
   private conforms(value: unknown, url: string, scope: Scope): boolean {
     const structure = this.registry.structure(url)
     if (structure === undefined) return false
-    const probe = new Walk(this.registry)
+    const probe = new Walk(this.registry, this.options)
     try {
       if (structure.kind === "resource") probe.resource(value, "", scope, 0, undefined, [url])
       else if (isObject(value)) probe.object(value, structure.root.children, "", scope, 0, false, { type: structure.type, path: structure.type })
@@ -371,6 +413,7 @@ export class Walk {
     }
     if (abstractResources.has(code) || this.registry.catalog.isResourceType(code)) {
       const contained = node.name === "contained"
+      if (contained && this.options.contained === "ignore") return
       this.resource(value, path, contained ? scope : undefined, depth + 1, code)
       return
     }
@@ -391,6 +434,7 @@ export class Walk {
       if (!isObject(extension)) {
         this.report("error", "structure", path, `The extensions of a primitive are a JSON object, not ${describe(extension)}`)
       } else {
+        if (typeof extension["id"] === "string") this.elementId(extension["id"], path)
         this.object(extension, this.registry.primitiveParts(code), path, scope, depth + 1, false, { type: code, path: contextPath(node) })
         if (!hasValue && !Array.isArray(extension["extension"])) {
           this.report("error", "invariant", path, "Constraint failed: ele-1: 'All FHIR elements must have a @value or children'")
@@ -421,7 +465,14 @@ export class Walk {
       typeRoot = this.registry.forType(type.code)?.root
     }
     const url = type.code === "Extension" && typeof value["url"] === "string" ? value["url"] : undefined
+    const id = value["id"]
+    if (typeof id === "string") this.elementId(id, path)
+    // A StructureDefinition's snapshot and differential repeat the same element ids: each is a scope of its own.
+    const outerIds = this.elementIds
+    const ownIdScope = node.path === "StructureDefinition.snapshot" || node.path === "StructureDefinition.differential"
+    if (ownIdScope) this.elementIds = undefined
     this.object(value, children, path, scope, depth, false, { type: base, path: contextPath(node), url })
+    if (ownIdScope) this.elementIds = outerIds
     let meaningful = false
     for (const key in value) {
       if (key !== "id") {
