@@ -265,6 +265,47 @@ describe("answer values", () => {
     expect(one(against(c, open, response([{ linkId: "c", answer: [{ valueString: "apple" }] }])))).toMatchObject({ severity: "warning" })
   })
 
+  withCatalog("answers to a choice item that lists no options cannot be checked: information", (c) => {
+    const q = questionnaire([{ linkId: "c", type: "choice", repeats: true }])
+    const found = validateResource(response([{ linkId: "c", answer: [
+      { valueCoding: { system: "http://example.com/cs", code: "a" } }, { valueString: "s" }, { valueInteger: 1 }, { valueDate: "2020-01-01" }, { valueTime: "10:00:00" }
+    ] }]), c, { questionnaire: (u) => (u === url ? q : undefined) }).filter((i) => i.diagnostics.includes("no options"))
+    expect(found.map((i) => [i.severity, i.expression, i.diagnostics])).toEqual([
+      ["information", "QuestionnaireResponse.item[0].answer[0]", "The Coding cannot be checked: the item lists no options"],
+      ["information", "QuestionnaireResponse.item[0].answer[1]", "The string answer cannot be checked: the item lists no options"],
+      ["information", "QuestionnaireResponse.item[0].answer[2]", "The integer answer cannot be checked: the item lists no options"],
+      ["information", "QuestionnaireResponse.item[0].answer[3]", "The date answer cannot be checked: the item lists no options"],
+      ["information", "QuestionnaireResponse.item[0].answer[4]", "The time answer cannot be checked: the item lists no options"]
+    ])
+  })
+
+  withCatalog("answers of a type the options do not list are an error", (c) => {
+    const q = questionnaire([
+      { linkId: "c", type: "choice", repeats: true, answerOption: [{ valueString: "a" }] },
+      { linkId: "n", type: "integer", answerOption: [{ valueString: "one" }] },
+      { linkId: "d", type: "decimal", answerOption: [{ valueInteger: 1 }] }
+    ])
+    expect(against(c, q, response([{ linkId: "d", answer: [{ valueDecimal: 1 }] }]))).toEqual([])
+    const found = against(c, q, response([
+      { linkId: "c", answer: [{ valueCoding: { system: "http://example.com/cs", code: "a" } }, { valueInteger: 1 }, { valueDate: "2020-01-01" }, { valueTime: "10:00:00" }] },
+      { linkId: "n", answer: [{ valueInteger: 1 }] },
+      { linkId: "d", answer: [{ valueDecimal: 1.5 }] }
+    ]))
+    expect(found.map((i) => [i.expression.replace("QuestionnaireResponse.", ""), i.diagnostics])).toEqual([
+      ["item[0].answer[0]", "The answer options list no Coding"],
+      ["item[0].answer[1]", "The answer options list no value of type integer"],
+      ["item[0].answer[2]", "The answer options list no value of type date"],
+      ["item[0].answer[3]", "The answer options list no value of type time"],
+      ["item[1].answer[0].value.ofType(integer)", "The answer options list no value of type integer"],
+      ["item[2].answer[0].value.ofType(decimal)", "The decimal 1.5 is not one of the permitted values"]
+    ])
+  })
+
+  withCatalog("an item whose questionnaire item has no type is an error", (c) => {
+    const found = errors(against(c, questionnaire([{ linkId: "a" }]), response([{ linkId: "a", answer: [{ valueString: "x" }] }])))
+    expect(found).toEqual([expect.objectContaining({ code: "required", expression: "QuestionnaireResponse.item[0]", diagnostics: "The questionnaire's item 'a' has no type" })])
+  })
+
   withCatalog("a Coding outside a choice item's answerValueSet is an error", (c) => {
     const q = questionnaire([{ linkId: "c", type: "choice", answerValueSet: "http://hl7.org/fhir/ValueSet/administrative-gender" }])
     const gender = (code: string) => ({ system: "http://hl7.org/fhir/administrative-gender", code })
@@ -296,6 +337,7 @@ describe("answer values", () => {
     const found = one(errors(against(c, limited, response([{ linkId: "r", answer: [{ valueReference: { reference: "Organization/1" } }] }]))))
     expect(found).toMatchObject({ code: "invariant", expression: "QuestionnaireResponse.item[0].answer[0].value.ofType(Reference)" })
     expect(found.diagnostics).toContain("'Organization'")
+    expect(one(errors(against(c, limited, response([{ linkId: "r", answer: [{ valueReference: { reference: "patient" } }] }])))).diagnostics).toContain("cannot be determined")
     const open = questionnaire([{ linkId: "r", type: "reference" }])
     expect(one(errors(against(c, open, response([{ linkId: "r", answer: [{ valueReference: { reference: "https://example.com/Chicken/1" } }] }])))).diagnostics).toContain("Chicken")
   })
@@ -313,6 +355,14 @@ describe("answer values", () => {
     ])
     const uncoded = response([{ linkId: "q", answer: [{ valueQuantity: { value: 3, unit: "km" } }] }])
     expect(against(c, q, uncoded)[0]!.diagnostics).toContain("no coded units")
+  })
+
+  withCatalog("quantity answers use a unit of the unitValueSet", (c) => {
+    const q = (vs: string) => questionnaire([{ linkId: "q", type: "quantity", extension: [ext("questionnaire-unitValueSet", { valueCanonical: vs })] }])
+    const answer = (code: string) => response([{ linkId: "q", answer: [{ valueQuantity: { value: 1, system: "http://hl7.org/fhir/administrative-gender", code } }] }])
+    expect(against(c, q("http://hl7.org/fhir/ValueSet/administrative-gender"), answer("male"))).toEqual([])
+    expect(one(errors(against(c, q("http://hl7.org/fhir/ValueSet/administrative-gender"), answer("dog")))).diagnostics).toContain("not in the unit value set")
+    expect(one(against(c, q("http://example.com/ValueSet/units"), answer("male")))).toMatchObject({ severity: "warning", code: "not-found" })
   })
 
   withCatalog("quantity answers use one of the unitOptions", (c) => {
@@ -414,5 +464,52 @@ describe("the Questionnaire's own rules", () => {
     ])
     expect(check(derived([{ linkId: "c", type: "string" }], "extends"))).toEqual([])
     expect(one(own(problems(c, derived([{ linkId: "c", type: "string" }]))))).toMatchObject({ severity: "warning", expression: "Questionnaire.derivedFrom[0]" })
+  })
+
+  const derivedFrom = (items: ReadonlyArray<Record<string, unknown>>, coding: Record<string, unknown> | undefined) => ({
+    ...questionnaire(items),
+    url: "http://example.com/Questionnaire/derived",
+    derivedFrom: ["http://example.com/Questionnaire/q"],
+    _derivedFrom: [{ extension: [{ url: "http://hl7.org/fhir/StructureDefinition/questionnaire-derivationType", ...(coding === undefined ? { valueString: "x" } : { valueCoding: coding }) }] }]
+  })
+  const derivationType = (code: string) => ({ system: "http://hl7.org/fhir/questionnaire-derivationType", code })
+
+  withCatalog("a derived item keeps the base item's answer options, repeats and definition", (c) => {
+    const option = (code: string) => ({ valueCoding: { system: "http://example.com/cs", code } })
+    const base = questionnaire([
+      { linkId: "a", type: "choice", answerOption: [option("x"), option("y")], definition: "http://example.com/def#a" },
+      { linkId: "b", type: "choice", answerValueSet: "http://example.com/ValueSet/b" }
+    ])
+    const check = (items: ReadonlyArray<Record<string, unknown>>) =>
+      validateResource(derivedFrom(items, derivationType("compliesWith")), c, { questionnaire: (u) => (u === url ? base : undefined) })
+        .filter((i) => i.code === "business-rule").map((i) => [i.severity, i.expression, i.diagnostics])
+    expect(check([{ linkId: "a", type: "choice", answerOption: [option("x")], definition: "http://example.com/def#a" }, { linkId: "b", type: "choice", answerValueSet: "http://example.com/ValueSet/b2" }])).toEqual([])
+    expect(check([
+      { linkId: "a", type: "choice", answerOption: [option("z")], repeats: true },
+      { linkId: "b", type: "choice", answerOption: [option("x")] }
+    ])).toEqual([
+      ["error", "Questionnaire.item[0].repeats", "The item 'a' of the questionnaire 'http://example.com/Questionnaire/q' does not repeat, so it cannot repeat here"],
+      ["information", "Questionnaire.item[0]", "The item 'a' of the questionnaire 'http://example.com/Questionnaire/q' has the definition 'http://example.com/def#a', which should be repeated here"],
+      ["error", "Questionnaire.item[0].answerOption[0]", "The item 'a' of the questionnaire 'http://example.com/Questionnaire/q' does not have this answerOption, so it is not allowed here"],
+      ["error", "Questionnaire.item[1]", "The item 'b' of the questionnaire 'http://example.com/Questionnaire/q' has an answerValueSet, while this has answerOptions: that cannot be checked"]
+    ])
+    expect(check([{ linkId: "a", type: "choice", answerValueSet: "http://example.com/ValueSet/a", definition: "http://example.com/other" }]).map((i) => i[2])).toEqual([
+      "The item 'a' of the questionnaire 'http://example.com/Questionnaire/q' has the definition 'http://example.com/def#a': is it meant to change?",
+      "The item 'a' of the questionnaire 'http://example.com/Questionnaire/q' has answerOptions, while this has an answerValueSet: that cannot be checked"
+    ])
+    expect(check([{ linkId: "a", type: "choice", definition: "http://example.com/def#a" }]).map((i) => i[2])).toEqual([
+      "The item 'a' of the questionnaire 'http://example.com/Questionnaire/q' has answerOptions, so this item must have some too"
+    ])
+  })
+
+  withCatalog("a derivation without a known type is not checked", (c) => {
+    const base = questionnaire([{ linkId: "a", type: "string" }])
+    const check = (q: Record<string, unknown>) =>
+      validateResource(q, c, { questionnaire: (u) => (u === url ? base : undefined) }).filter((i) => i.code === "business-rule").map((i) => [i.severity, i.diagnostics])
+    const items = [{ linkId: "b", type: "integer" }]
+    expect(check(derivedFrom(items, derivationType("inspiredBy")))).toEqual([["information", "The derivation type 'http://hl7.org/fhir/questionnaire-derivationType#inspiredBy' asks for no derivation checks"]])
+    expect(check(derivedFrom(items, derivationType("other")))).toEqual([["warning", "The derivation type 'http://hl7.org/fhir/questionnaire-derivationType#other' is unknown: derivation was not checked"]])
+    expect(check(derivedFrom(items, undefined))).toEqual([["warning", "The derivation type extension has no value"]])
+    expect(check({ ...questionnaire(items), derivedFrom: [url] })).toEqual([["warning", `The derivation from '${url}' has no type (extension http://hl7.org/fhir/StructureDefinition/questionnaire-derivationType): derivation was not checked`]])
   })
 })
