@@ -91,11 +91,12 @@ const integerOf = (value: Json | undefined): number | undefined => {
 }
 
 /** The answer types an R4 item type takes (https://hl7.org/fhir/R4/valueset-item-type.html). */
-const answerTypes: Readonly<Record<string, ReadonlyArray<string>>> = {
-  boolean: ["boolean"], decimal: ["decimal"], integer: ["integer"], date: ["date"], dateTime: ["dateTime"], time: ["time"],
-  string: ["string"], text: ["string"], url: ["uri"], attachment: ["Attachment"], reference: ["Reference"], quantity: ["Quantity"],
-  choice: ["Coding", "date", "time", "integer", "string"], "open-choice": ["Coding", "date", "time", "integer", "string"]
-}
+const answerTypes: ReadonlyMap<string, ReadonlyArray<string>> = new Map([
+  ["boolean", ["boolean"]], ["decimal", ["decimal"]], ["integer", ["integer"]], ["date", ["date"]], ["dateTime", ["dateTime"]],
+  ["time", ["time"]], ["string", ["string"]], ["text", ["string"]], ["url", ["uri"]], ["attachment", ["Attachment"]],
+  ["reference", ["Reference"]], ["quantity", ["Quantity"]],
+  ["choice", ["Coding", "date", "time", "integer", "string"]], ["open-choice", ["Coding", "date", "time", "integer", "string"]]
+])
 
 /** The types of QuestionnaireResponse.item.answer.value[x]. */
 const responseTypes = new Set(["boolean", "decimal", "integer", "date", "dateTime", "time", "string", "uri", "Attachment", "Coding", "Quantity", "Reference"])
@@ -638,7 +639,7 @@ const compareAnswer = (actual: { type: string; value: unknown }, expected: { typ
 // Answers.
 
 const answerValue = (context: Context, qItem: Json, type: string, answer: Json, path: string, count: number): void => {
-  const allowed = answerTypes[type]
+  const allowed = answerTypes.get(type)
   const value = valueOf(answer)
   // A value[x] that QuestionnaireResponse does not allow is already an unknown element.
   if (allowed === undefined || value === undefined || !responseTypes.has(value.type)) return
@@ -758,10 +759,11 @@ const stringAnswer = (context: Context, qItem: Json, value: string, at: string):
   if (typeof regex === "string") {
     let pattern: RegExp | undefined
     try {
-      pattern = javaRegex(regex)
+      pattern = nestedQuantifier.test(regex) ? undefined : javaRegex(regex)
     } catch {
       pattern = undefined
     }
+    if (pattern === undefined) reporter.report("information", "not-supported", at, `The regex '${regex.slice(0, 200)}' was not evaluated: it does not compile, or it repeats a repeated group (which can take exponential time)`)
     if (pattern !== undefined && value.length <= 4096 && !pattern.test(value)) {
       const format = valueOf(extension(qItem, ext.entryFormat))?.value
       reporter.report("error", "invariant", at, typeof format === "string"
@@ -786,6 +788,12 @@ const stringAnswer = (context: Context, qItem: Json, value: string, at: string):
   }
   typedOptions(reporter, qItem, "string", value, at)
 }
+
+/**
+ * A group that holds a quantifier and is itself repeated (`(a+)+`, `(\\w*,?)*`): such patterns can backtrack
+ * for exponential time, and the pattern comes from a Questionnaire a client may send, so it is not run.
+ */
+const nestedQuantifier = /\((?:[^()\\]|\\.)*(?:[+*]|\{\d*,\d*\})(?:[^()\\]|\\.)*\)(?:[+*]|\{\d*,\d*\})/
 
 const base64Bytes = (data: string): number | undefined => {
   const clean = data.replace(/\s+/g, "")

@@ -215,6 +215,13 @@ describe("answer values", () => {
     ])
   })
 
+  withCatalog("a regex that repeats a repeated group is not run (it may take exponential time)", (c) => {
+    const q = questionnaire([{ linkId: "s", type: "string", extension: [ext("regex", { valueString: "(a+)+b" })] }])
+    const issues = validateResource(response([{ linkId: "s", answer: [{ valueString: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaac" }] }]), c, { questionnaire: (u) => (u === url ? q : undefined) })
+    expect(errors(issues)).toEqual([])
+    expect(issues).toContainEqual(expect.objectContaining({ severity: "information", code: "not-supported", expression: "QuestionnaireResponse.item[0].answer[0].value.ofType(string)" }))
+  })
+
   withCatalog("a string answer outside the item's answerValueSet is an error", (c) => {
     const q = questionnaire([{ linkId: "s", type: "string", answerValueSet: "http://hl7.org/fhir/ValueSet/administrative-gender" }])
     expect(against(c, q, response([{ linkId: "s", answer: [{ valueString: "male" }] }]))).toEqual([])
