@@ -6,6 +6,7 @@
  */
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { Issue } from "./Issue.ts"
+import type { QuestionnaireLookup } from "./questionnaire.ts"
 import type { FoundReference } from "./referencePolicy.ts"
 import { registryFor } from "./registry.ts"
 import { Walk } from "./walk.ts"
@@ -18,10 +19,19 @@ export interface ValidateOptions {
   readonly profiles?: ReadonlyArray<string>
   /** `ignore`: contained resources are not validated (nor is dom-3, which asks that they be referred to). */
   readonly contained?: "check" | "ignore"
+  /**
+   * Finds a Questionnaire by canonical url (`url` or `url|version`), for checking a QuestionnaireResponse
+   * against the Questionnaire it names when that is neither contained nor in the same Bundle; the server
+   * may answer it from its store. Without it such a response gets a warning that it was not checked.
+   */
+  readonly questionnaire?: QuestionnaireLookup
 }
+
+export type { QuestionnaireLookup } from "./questionnaire.ts"
 
 export const validateResource = (resource: unknown, catalog: Catalog, options?: ValidateOptions): ReadonlyArray<Issue> => {
   const walk = new Walk(registryFor(catalog), options)
+  walk.questionnaires = options?.questionnaire
   try {
     walk.run(resource, "", options?.profiles ?? [])
     return walk.issues
@@ -47,8 +57,8 @@ export interface WriteValidation {
   readonly references: ReadonlyArray<FoundReference>
 }
 
-export const validateForWrite = (resource: unknown, catalog: Catalog): WriteValidation => {
-  const steps = validateForWriteSteps(resource, catalog)
+export const validateForWrite = (resource: unknown, catalog: Catalog, options?: Pick<ValidateOptions, "questionnaire">): WriteValidation => {
+  const steps = validateForWriteSteps(resource, catalog, options)
   for (;;) {
     const step = steps.next()
     if (step.done) return step.value
@@ -59,8 +69,13 @@ export const validateForWrite = (resource: unknown, catalog: Catalog): WriteVali
  * `validateForWrite` in steps, each yielding the units of work it did (Walk.steps), for a caller that lets
  * other requests in between (src/rest/commands.ts); the same issues and references.
  */
-export function* validateForWriteSteps(resource: unknown, catalog: Catalog): Generator<number, WriteValidation, undefined> {
+export function* validateForWriteSteps(
+  resource: unknown,
+  catalog: Catalog,
+  options?: Pick<ValidateOptions, "questionnaire">
+): Generator<number, WriteValidation, undefined> {
   const walk = new Walk(registryFor(catalog))
+  walk.questionnaires = options?.questionnaire
   try {
     yield* walk.steps(resource, "", [])
     return { issues: walk.issues, references: walk.references }

@@ -12,11 +12,16 @@
 import { isObject, type Json } from "../catalog/json.ts"
 import { codeInSystemProblem, sctidProblem, snomed } from "./codes.ts"
 import type { Severity } from "./Issue.ts"
+import { questionnaireResponseRule, questionnaireRule, type QuestionnaireLookup } from "./questionnaire.ts"
 import type { Registry } from "./registry.ts"
 
 export interface Reporter {
   readonly registry: Registry
   readonly report: (severity: Severity, code: string, expression: string, diagnostics: string) => void
+  /** Questionnaires the caller can supply by canonical url (ValidateOptions.questionnaire). */
+  readonly questionnaires?: QuestionnaireLookup | undefined
+  /** The Bundle resource being walked that holds the current resource, if any. */
+  readonly bundle?: Json | undefined
 }
 
 type Rule = (value: Json, path: string, reporter: Reporter) => void
@@ -172,7 +177,10 @@ const valueSet: Rule = (value, path, reporter) => {
   }
 }
 
-const byResource: ReadonlyMap<string, Rule> = new Map([["Bundle", bundle], ["CodeSystem", codeSystem], ["ValueSet", valueSet]])
+const byResource: ReadonlyMap<string, Rule> = new Map([
+  ["Bundle", bundle], ["CodeSystem", codeSystem], ["ValueSet", valueSet],
+  ["Questionnaire", questionnaireRule], ["QuestionnaireResponse", questionnaireResponseRule]
+])
 const byType: ReadonlyMap<string, Rule> = new Map([["Attachment", attachment]])
 
 export const resourceRules = (type: string): Rule | undefined => byResource.get(type)

@@ -14,6 +14,7 @@ import type { Invariant, Scope } from "./invariants.ts"
 import type { Issue, Severity } from "./Issue.ts"
 import { containedTypes, entryTargets, type FoundReference } from "./referencePolicy.ts"
 import { regexes } from "./primitives.ts"
+import type { QuestionnaireLookup } from "./questionnaire.ts"
 import type { Registry } from "./registry.ts"
 import { resourceRules, typeRules } from "./rules.ts"
 import { assignSlices, type SliceItem } from "./slicing.ts"
@@ -76,6 +77,10 @@ export class Walk {
   readonly references: Array<FoundReference> = []
   /** While inside a Bundle resource: the fullUrls and `Type/id` of its entries, which its references may name. */
   private bundleTargets: ReadonlySet<string> | undefined
+  /** While inside a Bundle resource: that Bundle (where a QuestionnaireResponse may find its Questionnaire). */
+  bundle: Record<string, unknown> | undefined
+  /** Questionnaires the caller can supply by canonical url (ValidateOptions.questionnaire). */
+  questionnaires: QuestionnaireLookup | undefined
   private readonly seen = new Set<string>()
   private readonly deferred: Array<Deferred> = []
   private owner: Owner | undefined
@@ -203,10 +208,15 @@ export class Walk {
     const outerTargets = this.bundleTargets
     const outerIds = this.elementIds
     this.elementIds = undefined
-    if (type === "Bundle") this.bundleTargets = entryTargets(value, outerTargets)
+    const outerBundle = this.bundle
+    if (type === "Bundle") {
+      this.bundleTargets = entryTargets(value, outerTargets)
+      this.bundle = value
+    }
     // A TooManyIssues throw ends the whole walk: nothing to restore then.
     this.against(value, structure, at, scope, depth)
     this.bundleTargets = outerTargets
+    this.bundle = outerBundle
     this.elementIds = outerIds
     const meta = value["meta"]
     const claimed = isObject(meta) && Array.isArray(meta["profile"]) ? meta["profile"] : []
