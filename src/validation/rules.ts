@@ -8,11 +8,15 @@
  *   declared properties (https://hl7.org/fhir/R4/codesystem.html).
  * - ValueSet: a listed code exists in its system when the server holds the system completely; SNOMED CT
  *   identifiers in codes, filters and ECL are well-formed.
+ * - Identifier: an absolute system, and a URI value with urn:ietf:rfc:3986 (uris.ts).
+ * - Meta: no security label twice (security.ts).
  */
 import { isObject, type Json } from "../catalog/json.ts"
 import { codeInSystemProblem, sctidProblem, snomed } from "./codes.ts"
 import type { Severity } from "./Issue.ts"
 import type { Registry } from "./registry.ts"
+import { duplicateSecurityLabels } from "./security.ts"
+import { identifierProblems } from "./uris.ts"
 
 export interface Reporter {
   readonly registry: Registry
@@ -173,7 +177,11 @@ const valueSet: Rule = (value, path, reporter) => {
 }
 
 const byResource: ReadonlyMap<string, Rule> = new Map([["Bundle", bundle], ["CodeSystem", codeSystem], ["ValueSet", valueSet]])
-const byType: ReadonlyMap<string, Rule> = new Map([["Attachment", attachment]])
+const byType: ReadonlyMap<string, Rule> = new Map([
+  ["Attachment", attachment],
+  ["Identifier", (value, path, reporter) => identifierProblems(value, path, reporter)],
+  ["Meta", (value, path, reporter) => duplicateSecurityLabels(value, path, reporter)]
+])
 
 export const resourceRules = (type: string): Rule | undefined => byResource.get(type)
 export const typeRules = (type: string): Rule | undefined => byType.get(type)

@@ -12,7 +12,7 @@ import type { Children, CompiledStructure, ElementNode, TypeChoice } from "./com
 import type { Invariant, Scope } from "./invariants.ts"
 import type { Issue, Severity } from "./Issue.ts"
 import { containedTypes, entryTargets, type FoundReference } from "./referencePolicy.ts"
-import { regexes } from "./primitives.ts"
+import { checkValue, regexes } from "./primitives.ts"
 import type { Registry } from "./registry.ts"
 import { resourceRules, typeRules } from "./rules.ts"
 import { assignSlices, type SliceItem } from "./slicing.ts"
@@ -385,7 +385,7 @@ export class Walk {
       if (problem !== undefined) this.report("error", "value", path, problem)
       else if (code === "xhtml" && typeof value === "string") {
         for (const problem of checkXhtml(value)) this.report("error", "value", path, problem)
-      }
+      } else checkValue(this, code, value, path, node.path, node.definition.json, scope.resource !== scope.rootResource, this.owner?.url)
     }
     if (extension !== undefined && extension !== null) {
       if (!isObject(extension)) {
