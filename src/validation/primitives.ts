@@ -314,3 +314,9 @@ const bidi = (value: string, path: string, reporter: ValueReporter): void => {
     reporter.report("warning", "security", path, `The Unicode sequence has unterminated bi-di control characters (see CVE-2021-42574): ${problem}`)
   }
 }
+
+/** Whether an element is a resource's id (its base is Resource.id), which takes no extensions (https://hl7.org/fhir/R4/resource.html#id). */
+export const isResourceId = (definition: Readonly<Record<string, unknown>>): boolean => {
+  const base = definition["base"]
+  return typeof base === "object" && base !== null && (base as Record<string, unknown>)["path"] === "Resource.id"
+}

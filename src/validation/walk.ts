@@ -12,7 +12,7 @@ import type { Children, CompiledStructure, ElementNode, TypeChoice } from "./com
 import type { Invariant, Scope } from "./invariants.ts"
 import type { Issue, Severity } from "./Issue.ts"
 import { containedTypes, entryTargets, type FoundReference } from "./referencePolicy.ts"
-import { checkValue, regexes } from "./primitives.ts"
+import { checkValue, isResourceId, regexes } from "./primitives.ts"
 import type { Registry } from "./registry.ts"
 import { resourceRules, typeRules } from "./rules.ts"
 import { assignSlices, type SliceItem } from "./slicing.ts"
@@ -392,6 +392,9 @@ export class Walk {
         this.report("error", "structure", path, `The extensions of a primitive are a JSON object, not ${describe(extension)}`)
       } else {
         this.object(extension, this.registry.primitiveParts(code), path, scope, depth + 1, false, { type: code, path: contextPath(node) })
+        if (Array.isArray(extension["extension"]) && isResourceId(node.definition.json)) {
+          this.report("error", "business-rule", path, "Extensions are not allowed on Resource.id: the id is the resource's identity on the server")
+        }
         if (!hasValue && !Array.isArray(extension["extension"])) {
           this.report("error", "invariant", path, "Constraint failed: ele-1: 'All FHIR elements must have a @value or children'")
         }

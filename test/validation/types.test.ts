@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { build, type Catalog } from "../../src/catalog/Catalog.ts"
 import type { Issue } from "../../src/validation/Issue.ts"
-import { validateResource } from "../../src/validation/Validator.ts"
+import { validateJson, validateResource } from "../../src/validation/Validator.ts"
 import { bidiProblem, htmlTagIn, markdownHtmlAt } from "../../src/validation/security.ts"
 import { isAbsoluteUri } from "../../src/validation/uris.ts"
 import { checkXhtml } from "../../src/validation/xhtml.ts"
@@ -174,6 +174,8 @@ describe("primitive details", () => {
     expect(one(issues, "Patient.name[0].text").severity).toBe("warning")
     expect(one(issues, "Patient.address[0].city").diagnostics).toContain("should not be all whitespace")
     expect(at(issues, "Patient.name[1].text")).toEqual([])
+    const long = validateResource(patient({ name: [{ text: "x".repeat(1_048_577) }] }), c)
+    expect(one(long, "Patient.name[0].text").diagnostics).toContain("a string is at most 1048576 characters long")
   })
 
   withCatalog("base64 with whitespace is a warning in R4; without, nothing", (c) => {
@@ -299,10 +301,65 @@ describe("primitive forms (the regexes and JSON types of R4)", () => {
     expect(firstError(c, { gender: "" }, "Patient.gender")?.diagnostics).toContain("cannot be an empty string")
     expect(firstError(c, { gender: null }, "Patient.gender")?.diagnostics).toContain("null is not allowed here")
     expect(firstError(c, { _gender: { id: "x" } }, "Patient.gender")?.diagnostics).toContain("ele-1")
+    expect(firstError(c, { name: [] }, "Patient.name")?.diagnostics).toContain("Array cannot be empty")
+    expect(firstError(c, { name: [null] }, "Patient.name[0]")?.diagnostics).toContain("null is not allowed here")
+  })
+
+  withCatalog("an extension on Resource.id is an error; on another primitive it is not", (c) => {
+    const extension = [{ url: "http://hl7.org/fhir/StructureDefinition/data-absent-reason", valueCode: "unknown" }]
+    expect(firstError(c, { id: "a", _id: { extension } }, "Patient.id")?.diagnostics).toContain("Extensions are not allowed on Resource.id")
+    expect(firstError(c, { birthDate: "2000", _birthDate: { extension } }, "Patient.birthDate")).toBeUndefined()
   })
 
   withCatalog("an unknown property and an element without content are errors", (c) => {
     expect(firstError(c, { nickname: "x" }, "Patient.nickname")?.diagnostics).toContain("Unrecognized property 'nickname'")
     expect(firstError(c, { maritalStatus: {} }, "Patient.maritalStatus")?.diagnostics).toContain("ele-1")
+  })
+})
+
+describe("what the reference validator checks while parsing", () => {
+  withCatalog("JSON that does not parse (comments, a missing or extra comma, unquoted names) is one fatal issue", (c) => {
+    for (const text of ['{"resourceType": "Patient", // c\n}', '{"resourceType": "Patient" "active": true}', '{"resourceType": "Patient",}', "{resourceType: 'Patient'}"]) {
+      const issues = validateJson(text, c)
+      expect(issues).toHaveLength(1)
+      expect(issues[0]).toMatchObject({ severity: "fatal", code: "structure" })
+      expect(issues[0]!.diagnostics).toContain("The content is not valid JSON")
+    }
+    expect(validateJson('{"resourceType": "Patient", "active": true}', c).filter((issue) => issue.severity === "fatal")).toEqual([])
+  })
+
+  withCatalog("fhir_comments is an unknown property: an error", (c) => {
+    const issues = validateResource(patient({ fhir_comments: ["a comment"], active: true }), c)
+    expect(one(issues, "Patient.fhir_comments").severity).toBe("error")
+  })
+
+  withCatalog("an Attachment whose size does not match its data is an error", (c) => {
+    const issues = problems(c, patient({ photo: [{ contentType: "text/plain", data: "aGVsbG8=", size: 100 }, { contentType: "text/plain", data: "aGVsbG8=", size: 5 }] }))
+    expect(one(issues, "Patient.photo[0].size").diagnostics).toContain("The stated size 100 does not match the size of the data (5 bytes)")
+    expect(at(issues, "Patient.photo[1].size")).toEqual([])
+  })
+
+  withCatalog("the same security label twice in meta.security is an error", (c) => {
+    const label = { system: "http://terminology.hl7.org/CodeSystem/v3-Confidentiality", code: "R" }
+    const issues = problems(c, patient({ meta: { security: [label, { ...label, code: "N" }, label] } }))
+    expect(one(issues, "Patient.meta.security[2]").diagnostics).toContain("Duplicate security label http://terminology.hl7.org/CodeSystem/v3-Confidentiality#R")
+    expect(at(issues, "Patient.meta.security[1]")).toEqual([])
+  })
+})
+
+describe("the narrative's XHTML", () => {
+  const div = (inner: string) => `<div xmlns="http://www.w3.org/1999/xhtml">${inner}</div>`
+
+  it("elements, attributes, entities, namespaces and declarations outside what a narrative allows are errors", () => {
+    expect(checkXhtml(div("<script>x</script>"))).toContain("the element <script> is not allowed in a narrative")
+    expect(checkXhtml(div('<p onclick="x">y</p>'))).toContain("the event attribute onclick on <p> is not allowed in a narrative")
+    expect(checkXhtml(div('<p data-x="1">y</p>'))).toContain("the attribute data-x on <p> is not allowed in a narrative")
+    expect(checkXhtml(div("&nbsp;"))[0]).toContain("the entity &nbsp; is not one of XML's")
+    expect(checkXhtml('<div xmlns="http://example.org">x</div>')).toContain('the root div must be in the XHTML namespace (xmlns="http://www.w3.org/1999/xhtml")')
+    expect(checkXhtml('<p xmlns="http://www.w3.org/1999/xhtml">x</p>')[0]).toContain("the root element is <p>, not <div>")
+    expect(checkXhtml('<!DOCTYPE div><div xmlns="http://www.w3.org/1999/xhtml">x</div>')[0]).toContain("processing instructions and declarations are not allowed")
+    expect(checkXhtml(div('<a href="javascript:alert(1)">x</a>'))).toContain("a javascript: link on <a> is not allowed in a narrative")
+    expect(checkXhtml(div('<img src="javascript:alert(1)"/>'))).toContain("a javascript: link on <img> is not allowed in a narrative")
+    expect(checkXhtml(div("<p>plain <b>bold</b> &amp; &#169;</p><![CDATA[ text ]]>"))).toEqual([])
   })
 })
