@@ -8,12 +8,16 @@
  *   declared properties (https://hl7.org/fhir/R4/codesystem.html).
  * - ValueSet: a listed code exists in its system when the server holds the system completely; SNOMED CT
  *   identifiers in codes, filters and ECL are well-formed.
+ * - Identifier: an absolute system, and a URI value with urn:ietf:rfc:3986 (uris.ts).
+ * - Meta: no security label twice (security.ts).
  */
 import { isObject, type Json } from "../catalog/json.ts"
 import { codeInSystemProblem, sctidProblem, snomed } from "./codes.ts"
 import type { Severity } from "./Issue.ts"
 import { questionnaireResponseRule, questionnaireRule, type QuestionnaireLookup } from "./questionnaire.ts"
 import type { Registry } from "./registry.ts"
+import { duplicateSecurityLabels } from "./security.ts"
+import { identifierProblems } from "./uris.ts"
 
 export interface Reporter {
   readonly registry: Registry
@@ -181,7 +185,11 @@ const byResource: ReadonlyMap<string, Rule> = new Map([
   ["Bundle", bundle], ["CodeSystem", codeSystem], ["ValueSet", valueSet],
   ["Questionnaire", questionnaireRule], ["QuestionnaireResponse", questionnaireResponseRule]
 ])
-const byType: ReadonlyMap<string, Rule> = new Map([["Attachment", attachment]])
+const byType: ReadonlyMap<string, Rule> = new Map([
+  ["Attachment", attachment],
+  ["Identifier", (value, path, reporter) => identifierProblems(value, path, reporter)],
+  ["Meta", (value, path, reporter) => duplicateSecurityLabels(value, path, reporter)]
+])
 
 export const resourceRules = (type: string): Rule | undefined => byResource.get(type)
 export const typeRules = (type: string): Rule | undefined => byType.get(type)

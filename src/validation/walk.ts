@@ -13,7 +13,7 @@ import type { Children, CompiledStructure, ElementNode, TypeChoice } from "./com
 import type { Invariant, Scope } from "./invariants.ts"
 import type { Issue, Severity } from "./Issue.ts"
 import { containedTypes, entryTargets, type FoundReference } from "./referencePolicy.ts"
-import { regexes } from "./primitives.ts"
+import { checkValue, isResourceId, regexes } from "./primitives.ts"
 import type { QuestionnaireLookup } from "./questionnaire.ts"
 import type { Registry } from "./registry.ts"
 import { resourceRules, typeRules } from "./rules.ts"
@@ -438,7 +438,7 @@ export class Walk {
       if (problem !== undefined) this.report("error", "value", path, problem)
       else if (code === "xhtml" && typeof value === "string") {
         for (const problem of checkXhtml(value)) this.report("error", "value", path, problem)
-      }
+      } else checkValue(this, code, value, path, node.path, node.definition.json, scope.resource !== scope.rootResource, this.owner?.url)
     }
     if (extension !== undefined && extension !== null) {
       if (!isObject(extension)) {
@@ -446,6 +446,9 @@ export class Walk {
       } else {
         if (typeof extension["id"] === "string") this.elementId(extension["id"], path)
         this.object(extension, this.registry.primitiveParts(code), path, scope, depth + 1, false, { type: code, path: contextPath(node) })
+        if (Array.isArray(extension["extension"]) && isResourceId(node.definition.json)) {
+          this.report("error", "business-rule", path, "Extensions are not allowed on Resource.id: the id is the resource's identity on the server")
+        }
         if (!hasValue && !Array.isArray(extension["extension"])) {
           this.report("error", "invariant", path, "Constraint failed: ele-1: 'All FHIR elements must have a @value or children'")
         }

@@ -2,8 +2,10 @@
  * The narrative's `div` (https://hl7.org/fhir/R4/narrative.html#rules): well-formed XHTML with a root `div`
  * in the XHTML namespace, only the basic formatting elements and attributes of HTML 4.0 (txt-1), and some
  * non-whitespace content (txt-2). No scripts, forms, frames, objects, event attributes or `javascript:`
- * links. One pass over the text, no DOM, with a bound on nesting.
+ * links; a hyperlink is not empty and not a `urn:` or `cid:`, which name rather than locate. One pass over the text, no DOM, with a bound on nesting.
  */
+
+import { isAbsoluteUri } from "./uris.ts"
 
 const xhtmlNamespace = "http://www.w3.org/1999/xhtml"
 
@@ -42,6 +44,21 @@ const reference = (text: string, at: number): number => {
   throw new Broken(body === "" || body.startsWith("#")
     ? "an '&' that does not start a character reference (write &amp;)"
     : `the entity &${body}; is not one of XML's (&amp; &lt; &gt; &quot; &apos;): use the character itself`)
+}
+
+/** Schemes that name something rather than locate it: a browser cannot follow them. */
+const literalSchemes = new Set(["urn", "cid"])
+
+/** Why the href of a hyperlink cannot be followed: empty, or a `urn:` or `cid:` (not a location). */
+const hyperlinkProblem = (href: string): string | undefined => {
+  if (href.trim() === "") return "a hyperlink <a href=\"\"> is empty"
+  const colon = href.indexOf(":")
+  if (colon <= 0) return undefined
+  const scheme = href.slice(0, colon)
+  if (literalSchemes.has(scheme) && isAbsoluteUri(href)) {
+    return `the hyperlink scheme '${scheme}' in '${href.length > 80 ? `${href.slice(0, 80)}...` : href}' is not a scheme a browser can follow`
+  }
+  return undefined
 }
 
 /** The problems of a narrative div, empty when it is acceptable. */
@@ -139,6 +156,9 @@ export const checkXhtml = (text: string): ReadonlyArray<string> => {
         else if (!allowedAttributes.has(attribute)) problems.push(`the attribute ${attribute} on <${name}> is not allowed in a narrative`)
         else if ((lower === "href" || lower === "src") && /^\s*(javascript|vbscript):/i.test(value)) {
           problems.push(`a ${value.slice(0, value.indexOf(":"))}: link on <${name}> is not allowed in a narrative`)
+        } else if (lower === "href" && local === "a") {
+          const problem = hyperlinkProblem(value)
+          if (problem !== undefined) problems.push(problem)
         }
       }
       if (stack.length === 0 && namespace !== xhtmlNamespace) {

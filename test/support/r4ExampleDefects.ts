@@ -21,7 +21,14 @@ export const defects: Readonly<Record<string, string>> = {
   "StructureDefinition-Event.json": "logical model, not abstract, without baseDefinition (sdf-4)",
   "StructureDefinition-FiveWs.json": "logical model, not abstract, without baseDefinition (sdf-4)",
   "StructureDefinition-Request.json": "logical model, not abstract, without baseDefinition (sdf-4)",
-  "SearchParameter-questionnaireresponse-extensions-QuestionnaireResponse-item-subject.json": "an id longer than 64 characters"
+  "SearchParameter-questionnaireresponse-extensions-QuestionnaireResponse-item-subject.json": "an id longer than 64 characters",
+  "Bundle-resources.json": "the Consent definition's Identifier example has system urn:ietf:rfc:3986 and a value that is not a URI",
+  "StructureDefinition-Consent.json": "an Identifier example has system urn:ietf:rfc:3986 and a value that is not a URI",
+  "Organization-2.16.840.1.113883.19.5.json": "identifier with system urn:ietf:rfc:3986 and a bare OID as value (not a URI)",
+  "Bundle-valueset-expansions.json": "an expansion parameter urn:oid:...|4.0.1: a version appended to an OID in a uri",
+  "CapabilityStatement-example.json": "url urn:uuid: with an uppercase UUID",
+  "TerminologyCapabilities-example.json": "url urn:uuid: with an uppercase UUID",
+  "Library-zika-virus-intervention-logic.json": "value sets given as the placeholder urn:oid:X.Y.Z, not an OID"
 }
 
 /** The ten extension search parameters of CodeSystem and ValueSet that R4 published without a base. */
