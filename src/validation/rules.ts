@@ -11,6 +11,8 @@
  */
 import { isObject, type Json } from "../catalog/json.ts"
 import { codeInSystemProblem, sctidProblem, snomed } from "./codes.ts"
+import { conformanceRules } from "./conformance.ts"
+import { measureRules } from "./measure.ts"
 import type { Severity } from "./Issue.ts"
 import type { Registry } from "./registry.ts"
 
@@ -172,7 +174,9 @@ const valueSet: Rule = (value, path, reporter) => {
   }
 }
 
-const byResource: ReadonlyMap<string, Rule> = new Map([["Bundle", bundle], ["CodeSystem", codeSystem], ["ValueSet", valueSet]])
+const byResource: ReadonlyMap<string, Rule> = new Map([
+  ["Bundle", bundle], ["CodeSystem", codeSystem], ["ValueSet", valueSet], ...conformanceRules, ...measureRules
+])
 const byType: ReadonlyMap<string, Rule> = new Map([["Attachment", attachment]])
 
 export const resourceRules = (type: string): Rule | undefined => byResource.get(type)

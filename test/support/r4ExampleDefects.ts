@@ -21,7 +21,14 @@ export const defects: Readonly<Record<string, string>> = {
   "StructureDefinition-Event.json": "logical model, not abstract, without baseDefinition (sdf-4)",
   "StructureDefinition-FiveWs.json": "logical model, not abstract, without baseDefinition (sdf-4)",
   "StructureDefinition-Request.json": "logical model, not abstract, without baseDefinition (sdf-4)",
-  "SearchParameter-questionnaireresponse-extensions-QuestionnaireResponse-item-subject.json": "an id longer than 64 characters"
+  "SearchParameter-questionnaireresponse-extensions-QuestionnaireResponse-item-subject.json": "an id longer than 64 characters",
+  "CapabilityStatement-knowledge-repository.json": "search parameters stated as string whose definitions (Library-version...) are of type token",
+  "CapabilityStatement-measure-processor.json": "the search parameter Measure-version stated as string; its definition is of type token",
+  "CapabilityStatement-terminology-server.json": "search parameters stated with types other than their definitions' (ValueSet-reference is uri, ConceptMap-source reference)",
+  "ImplementationGuide-example.json": "url under http://hl7.org/fhir/ without the standards-status and work-group extensions a guide HL7 publishes states",
+  "SearchParameter-example-extension.json": "the expression is on DocumentReference while the base is Patient",
+  "StructureDefinition-example-composition.json": "kind complex-type while its base Composition is a resource",
+  "StructureDefinition-example-section-library.json": "kind complex-type while its base Composition is a resource"
 }
 
 /** The ten extension search parameters of CodeSystem and ValueSet that R4 published without a base. */
