@@ -192,6 +192,42 @@ const implementationGuide: Rule = (value, path, reporter) => {
   }
 }
 
+
+/**
+ * What constraints a type can carry: a binding, a length, a range (minValue, maxValue), target profiles
+ * (https://hl7.org/fhir/R4/elementdefinition.html). Types not listed carry none of them.
+ */
+const characteristics: ReadonlyMap<string, ReadonlySet<string>> = new Map(Object.entries({
+  boolean: [], integer: ["range", "length"], decimal: ["range", "length"], base64Binary: [], instant: ["range", "length"],
+  string: ["length", "bind"], uri: ["length", "bind"], date: ["range", "length"], dateTime: ["range", "length"],
+  time: ["range", "length"], canonical: ["target", "length"], code: ["length", "bind"], id: ["length"],
+  markdown: ["length"], oid: ["length", "bind"], positiveInt: ["range", "length"], unsignedInt: ["range", "length"],
+  url: ["length", "bind"], uuid: ["length", "bind"], xhtml: [], Address: [], Age: ["range", "bind"], Annotation: [],
+  Attachment: [], CodeableConcept: ["bind"], Coding: ["bind"], ContactPoint: [], Count: ["range"],
+  Distance: ["range", "bind"], Duration: ["range", "bind"], HumanName: [], Identifier: [], Money: ["range"], Period: [],
+  Quantity: ["range", "bind"], Range: ["bind"], Ratio: [], Reference: ["target"], SampledData: [], Signature: [],
+  Timing: [], ContactDetail: [], Contributor: [], DataRequirement: [], Expression: [], ParameterDefinition: [],
+  RelatedArtifact: [], TriggerDefinition: [], UsageContext: [], Dosage: [], Meta: [], Resource: [], Extension: ["bind"],
+  Narrative: [], MoneyQuantity: ["range", "bind"], SimpleQuantity: ["range", "bind"], MarketingStatus: [],
+  ElementDefinition: [], BackboneElement: []
+}).map(([type, list]) => [type, new Set(list)]))
+
+/** A binding, length or range on an element none of whose types can carry it. */
+const characteristicsProblem = (reporter: Reporter, element: Json, at: string): void => {
+  const path = String(element["path"])
+  const codes = list(element["type"]).flatMap((t) => (isObject(t) && typeof t["code"] === "string" ? [t["code"]] : []))
+  if (!path.includes(".")) codes.push(path)
+  if (codes.length === 0 || !codes.every((code) => characteristics.has(code))) return
+  const has = (c: string) => codes.some((code) => characteristics.get(code)!.has(c))
+  const wrong = (what: string, where: string) =>
+    reporter.report("error", "business-rule", `${at}.${where}`, `The element has a ${what}, but its types (${codes.join(", ")}) cannot carry one`)
+  if (element["binding"] !== undefined && !has("bind")) wrong("binding", "binding")
+  if (element["maxLength"] !== undefined && !has("length")) wrong("maxLength", "maxLength")
+  for (const key in element) {
+    if ((key.startsWith("minValue") || key.startsWith("maxValue")) && !has("range")) wrong(key.slice(0, 8), key)
+  }
+}
+
 /** The namespace of a url: all before its last `/`. */
 const namespace = (url: string): string => (url.includes("/") ? url.slice(0, url.lastIndexOf("/")) : url)
 
@@ -351,8 +387,19 @@ const pathProblem = (reporter: Reporter, base: StructureDefinition, path: string
   return undefined
 }
 
+/** The FHIR type an ElementDefinition.type names with the structuredefinition-fhir-type extension (for a System type). */
+const fhirType = (type: Json): string | undefined => {
+  for (const extension of list(type["extension"])) {
+    if (isObject(extension) && extension["url"] === "http://hl7.org/fhir/StructureDefinition/structuredefinition-fhir-type") {
+      const value = extension["valueUrl"] ?? extension["valueUri"] ?? extension["valueString"]
+      if (typeof value === "string") return value
+    }
+  }
+  return undefined
+}
+
 /** The key and value of an element's fixed[x] or pattern[x]. */
-const choiceValue = (element: Json, prefix: "fixed" | "pattern"): { readonly type: string; readonly value: unknown } | undefined => {
+const choiceValue = (element: Json, prefix: "fixed" | "pattern" | "defaultValue"): { readonly type: string; readonly value: unknown } | undefined => {
   for (const key in element) {
     if (key.startsWith(prefix) && key.length > prefix.length && /^[A-Z]/.test(key.slice(prefix.length))) return { type: key.slice(prefix.length), value: element[key] }
   }
@@ -454,6 +501,7 @@ const structureDefinition: Rule = (value, path, reporter) => {
         reporter.report("error", "invalid", `${at}.slicing`, "Slicing is not allowed at the root of a profile")
       }
       elementTypes(reporter, element, at, logical)
+      characteristicsProblem(reporter, element, at)
       if (part === "differential" && base !== undefined && derivation === "constraint") {
         const problem = base.snapshot === undefined ? undefined : pathProblem(reporter, base, elementPath)
         if (problem !== undefined) {
@@ -461,8 +509,18 @@ const structureDefinition: Rule = (value, path, reporter) => {
         }
         fixedAgainstBase(reporter, base, element, at)
       }
-      if (part === "snapshot" && elementPath.includes(".") && list(element["type"]).length === 0 && element["contentReference"] === undefined) {
-        reporter.report("error", "invalid", at, `The element ${String(element["id"] ?? elementPath)} has no types and no content reference`)
+      if (part === "snapshot" && elementPath.includes(".")) {
+        const codes = list(element["type"]).flatMap((t) => (isObject(t) && typeof t["code"] === "string" ? [upperFirst(fhirType(t) ?? t["code"])] : []))
+        if (codes.length === 0 && element["contentReference"] === undefined) {
+          reporter.report("error", "invalid", at, `The element ${String(element["id"] ?? elementPath)} has no types and no content reference`)
+        }
+        // A fixed, pattern or default value is of one of the element's types.
+        for (const prefix of ["fixed", "pattern", "defaultValue"] as const) {
+          const found = choiceValue(element, prefix)
+          if (found !== undefined && codes.length > 0 && !codes.some((code) => code.includes(":")) && !codes.includes(found.type)) {
+            reporter.report("error", "invalid", `${at}.${prefix}${found.type}`, `The element ${String(element["id"] ?? elementPath)} has a ${prefix === "defaultValue" ? "default" : prefix} value of type ${found.type}, which is not one of its types (${codes.join(", ")})`)
+          }
+        }
       }
     })
   }

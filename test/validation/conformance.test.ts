@@ -294,6 +294,24 @@ describe("StructureDefinition", () => {
     expect(saying(c, extension("http://hl7.org/fhir/StructureDefinition/patient-birthPlace"), "the base definition")).toEqual([])
   })
 
+  withCatalog("a binding, length or range on an element whose types cannot carry it is an error", (c) => {
+    const constrained = (element: Record<string, unknown>) => profile({}, [{ id: "Observation.effective[x]", path: "Observation.effective[x]", ...element }])
+    expect(saying(c, constrained({ type: [{ code: "dateTime" }], binding: { strength: "required", valueSet: "http://hl7.org/fhir/ValueSet/observation-status" } }), "cannot carry")).toEqual([
+      expect.objectContaining({ severity: "error", expression: "StructureDefinition.differential.element[1].binding", diagnostics: "The element has a binding, but its types (dateTime) cannot carry one" })
+    ])
+    expect(saying(c, constrained({ type: [{ code: "Period" }], maxLength: 5 }), "cannot carry")).toHaveLength(1)
+    expect(saying(c, constrained({ type: [{ code: "Period" }], minValueDate: "2020-01-01" }), "cannot carry")).toHaveLength(1)
+    expect(saying(c, constrained({ type: [{ code: "dateTime" }], minValueDateTime: "2020-01-01" }), "cannot carry")).toEqual([])
+  })
+
+  withCatalog("a fixed, pattern or default value of a type the snapshot element does not have is an error", (c) => {
+    const snapshot = (element: Record<string, unknown>) => profile({ snapshot: { element: [{ id: "Observation", path: "Observation", min: 0, max: "*" }, { id: "Observation.status", path: "Observation.status", min: 1, max: "1", type: [{ code: "code" }], ...element }] } }, [])
+    expect(saying(c, snapshot({ fixedString: "final" }), "which is not one of its types")).toEqual([expect.objectContaining({
+      severity: "error", expression: "StructureDefinition.snapshot.element[1].fixedString"
+    })])
+    expect(saying(c, snapshot({ patternCode: "final" }), "which is not one of its types")).toEqual([])
+  })
+
   withCatalog("a snapshot element without types or content reference is an error", (c) => {
     const snapshot = profile({ snapshot: { element: [{ id: "Observation", path: "Observation", min: 0, max: "*" }, { id: "Observation.status", path: "Observation.status", min: 1, max: "1" }] } }, [])
     expect(saying(c, snapshot, "has no types and no content reference")).toEqual([expect.objectContaining({
