@@ -151,6 +151,7 @@ const hasExtension = (value: Json, url: string): boolean =>
 
 /** An npm package id as FHIR packages name them: `hl7.fhir.us.core` (https://confluence.hl7.org/display/FHIR/NPM+Package+Specification). */
 const packageId = /^[a-zA-Z][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)+$/
+const packageVersion = /^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/
 
 const implementationGuide: Rule = (value, path, reporter) => {
   if (list(value["fhirVersion"]).length === 0) {
@@ -176,6 +177,8 @@ const implementationGuide: Rule = (value, path, reporter) => {
     const id = dependency["packageId"]
     if (typeof id === "string" && !packageId.test(id)) {
       reporter.report("error", "business-rule", `${at}.packageId`, `The package id ${id} is not a valid package id`)
+    } else if (typeof id === "string" && version !== undefined && !packageVersion.test(version)) {
+      reporter.report("error", "business-rule", `${at}.version`, `The version ${version} is not a valid package version`)
     }
   })
   const url = value["url"]
@@ -471,7 +474,7 @@ const structureDefinition: Rule = (value, path, reporter) => {
     if (derivation === undefined) {
       reporter.report("error", "required", path, `The StructureDefinition ${url ?? ""} has a baseDefinition, so it states its derivation`)
     } else {
-      if (!base.abstract && kind !== base.kind) {
+      if ((!base.abstract || derivation === "constraint") && kind !== base.kind) {
         reporter.report("error", "invalid", `${path}.kind`, `The kind ${kind ?? "(none)"} is not the kind ${base.kind} of the base definition ${base.url} (type ${base.type})`)
       }
       if (derivation === "constraint" && type !== base.type) {
@@ -496,6 +499,9 @@ const structureDefinition: Rule = (value, path, reporter) => {
       const elementPath = element["path"]
       if (name !== undefined && elementPath !== name && !elementPath.startsWith(`${name}.`)) {
         reporter.report("error", "invalid", at, `The path ${elementPath} does not start with the name of the structure's type ${name}`)
+      }
+      if (part === "differential" && derivation === "constraint" && element["meaningWhenMissing"] !== undefined && elementPath !== "Extension" && !elementPath.endsWith(".extension")) {
+        reporter.report("error", "invalid", `${at}.meaningWhenMissing`, `The element ${elementPath} has a meaningWhenMissing, which a profile cannot state`)
       }
       if (part === "differential" && !elementPath.includes(".") && element["slicing"] !== undefined) {
         reporter.report("error", "invalid", `${at}.slicing`, "Slicing is not allowed at the root of a profile")

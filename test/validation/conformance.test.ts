@@ -151,6 +151,9 @@ describe("ImplementationGuide", () => {
     ])
     expect(saying(c, dependsOn({ uri: "http://example.org/ImplementationGuide/other|1.0.0" }), "states none")).toHaveLength(1)
     expect(saying(c, dependsOn({ uri: "http://example.org/ImplementationGuide/other|" , version: "1.0.0" }), "cannot end with '|'")).toHaveLength(1)
+    expect(saying(c, dependsOn({ uri: "http://example.org/ImplementationGuide/other", packageId: "example.fhir.other", version: "1.0 beta" }), "not a valid package version")).toHaveLength(1)
+    expect(saying(c, dependsOn({ uri: "http://example.org/ImplementationGuide/other|1.0.0", version: "2.0.0" }), "they must be the same")).toEqual([])
+    expect(saying(c, dependsOn({ uri: "http://example.org/other|1.0.0", version: "2.0.0" }), "they must be the same")).toHaveLength(1)
     expect(saying(c, dependsOn({ uri: "http://example.org/ImplementationGuide/other", packageId: "not a package" }), "not a valid package id")).toEqual([
       expect.objectContaining({ severity: "error", expression: "ImplementationGuide.dependsOn[0].packageId" })
     ])
@@ -222,6 +225,9 @@ describe("StructureDefinition", () => {
     expect(saying(c, logical("Boo"), "is not defined by FHIR")).toEqual([expect.objectContaining({ severity: "error", expression: "StructureDefinition.type" })])
     expect(saying(c, logical("http://other.org/models/Boo"), "should be that of the definition")).toEqual([expect.objectContaining({ severity: "warning" })])
     expect(problems(c, logical("http://example.org/StructureDefinition/Boo")).filter((i) => i.expression === "StructureDefinition.type" && i.code !== "code-invalid")).toEqual([])
+    expect(saying(c, { ...logical("http://example.org/StructureDefinition/Boo"), kind: "resource" }, "can only be defined by a logical model")).toEqual([
+      expect.objectContaining({ severity: "error", expression: "StructureDefinition.type" })
+    ])
     // A specialization of a FHIR type by another url.
     const special = profile({ derivation: "specialization" }, [])
     expect(saying(c, special, "can only be used by a definition that constrains it")).toHaveLength(1)
@@ -243,6 +249,9 @@ describe("StructureDefinition", () => {
     expect(saying(c, model, "of a specialization")).toEqual([])
     expect(saying(c, { ...model, baseDefinition: "http://hl7.org/fhir/StructureDefinition/MetadataResource", kind: "resource", type: "MetadataResource" }, "of a specialization")).toHaveLength(1)
     expect(saying(c, profile({ derivation: undefined }, []), "so it states its derivation")).toEqual([expect.objectContaining({ severity: "error" })])
+    expect(saying(c, profile({}, [{ id: "Observation.status", path: "Observation.status", meaningWhenMissing: "final" }]), "which a profile cannot state")).toEqual([
+      expect.objectContaining({ severity: "error", expression: "StructureDefinition.differential.element[1].meaningWhenMissing" })
+    ])
     expect(saying(c, profile({}, []), "StructureDefinition")).toEqual([])
   })
 
@@ -344,6 +353,8 @@ describe("Measure", () => {
       severity: "error", expression: "Measure.group[0].stratifier[0].criteria"
     })])
     expect(saying(c, stratified({ library: ["http://example.org/Library/l"] }), "names no Library")).toEqual([])
+    const fhirpath = measure({ group: [{ population: [population("initial-population")], stratifier: [{ criteria: { language: "text/fhirpath", expression: "age" } }] }] })
+    expect(saying(c, fhirpath, "is not supported")).toEqual([expect.objectContaining({ severity: "warning", expression: "Measure.group[0].stratifier[0].criteria" })])
   })
 })
 
