@@ -418,6 +418,18 @@ describe("MeasureReport", () => {
       expect.objectContaining({ severity: "error", expression: "MeasureReport.group[1]", diagnostics: expect.stringContaining("matches no group of the Measure") }),
       expect.objectContaining({ severity: "error", expression: "MeasureReport", diagnostics: expect.stringContaining("http://example.org/groups#b") })
     ])
+    // A report of one group for a Measure of one group: the codes, when both have one, agree.
+    const single = (groupCode: unknown) => ({
+      ...report({ measure: "#m", contained: [{ ...theMeasure("cohort"), group: [theMeasure("cohort").group[0]] }] }, {}),
+      group: [{ ...groupA({}), code: groupCode }]
+    })
+    expect(issues(single({ coding: [{ system: "http://example.org/groups", code: "b" }] }))).toEqual([
+      expect.objectContaining({ severity: "error", expression: "MeasureReport.group[0]", diagnostics: expect.stringContaining("does not match the code of the Measure's group") })
+    ])
+    expect(issues(single({ coding: [{ code: "a" }] }))).toEqual([
+      expect.objectContaining({ severity: "error", expression: "MeasureReport.group[0]", diagnostics: expect.stringContaining("needs both a system and a code") })
+    ])
+    expect(issues(single({ coding: [{ system: "http://example.org/groups", code: "a" }] }))).toEqual([])
     // The same group twice.
     expect(issues(full("proportion", [groupA({ measureScore: { value: 0.5 } }), groupA({ measureScore: { value: 0.5 } }), groupB])).map((i) => i.diagnostics)).toContain("The code of the group is the code of another group of the report")
     // A population the Measure's group does not have, and one of its populations missing.
