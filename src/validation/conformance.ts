@@ -105,13 +105,13 @@ const searchParameter: Rule = (value, path, reporter) => {
       if (!master.base.includes("Resource")) {
         bases.forEach((base, i) => {
           if (!master.base.includes(base)) {
-            reporter.report("error", "business-rule", `${path}.base[${i}]`, `The resource type ${base} is not a base of the search parameter this one is derived from (${derivedFrom})`)
+            reporter.report("error", "business-rule", path, `The resource type ${base} (base[${i}]) is not a base of the search parameter this one is derived from (${derivedFrom})`)
           }
         })
       }
       const type = value["type"]
       if (typeof type === "string" && type !== master.type) {
-        reporter.report("error", "business-rule", `${path}.type`, `The type ${type} differs from the type ${master.type} of the search parameter this one is derived from (${derivedFrom})`)
+        reporter.report("error", "business-rule", path, `The type ${type} differs from the type ${master.type} of the search parameter this one is derived from (${derivedFrom})`)
       }
       if (expression !== undefined && master.expression !== undefined && master.expression !== expression &&
         canonicalExpression(reporter, expression, bases) !== canonicalExpression(reporter, master.expression, bases)) {
@@ -481,7 +481,7 @@ const structureDefinition: Rule = (value, path, reporter) => {
         reporter.report("error", "invalid", `${path}.type`, `The type ${type ?? "(none)"} of a constraint is the type ${base.type} of the definition it constrains`)
       }
       if (derivation === "specialization" && type === base.type) {
-        reporter.report("error", "invalid", `${path}.type`, `The type ${type} of a specialization is not the type of the definition it specializes (${base.url})`)
+        reporter.report("error", "invalid", path, `The type ${type} of a specialization is not the type of the definition it specializes (${base.url})`)
       }
     }
     if (value["experimental"] !== true && isObject(base.resource) && base.resource["experimental"] === true) {

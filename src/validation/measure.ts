@@ -199,10 +199,10 @@ const populations = (group: Json, at: string, measureGroup: Json | undefined, re
       if (typeof count !== "number" || subjects === undefined) return
       const found = subjectCount([subjects], contained)
       if (found !== undefined && found !== count) {
-        reporter.report("error", "business-rule", `${pat}.count`, `The count ${count} does not match the number of subjects listed (${found})`)
+        reporter.report("error", "business-rule", pat, `The count ${count} does not match the number of subjects listed (${found})`)
       }
     } else if (reportType === "individual" || reportType === "summary" || reportType === "data-collection") {
-      if (subjects !== undefined) reporter.report("error", "business-rule", `${pat}.subjectResults`, `A report of type '${reportType}' does not list subjects: only 'subject-list' reports do`)
+      if (subjects !== undefined) reporter.report("error", "business-rule", pat, `A report of type '${reportType}' does not list subjects: only 'subject-list' reports do`)
       if (population["count"] === undefined) reporter.report("warning", "business-rule", pat, `A count should be given in a report of type '${reportType}'`)
     }
   })
