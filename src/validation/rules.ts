@@ -13,6 +13,8 @@
  */
 import { isObject, type Json } from "../catalog/json.ts"
 import { codeInSystemProblem, sctidProblem, snomed } from "./codes.ts"
+import { conformanceRules } from "./conformance.ts"
+import { measureRules } from "./measure.ts"
 import type { Severity } from "./Issue.ts"
 import { questionnaireResponseRule, questionnaireRule, type QuestionnaireLookup } from "./questionnaire.ts"
 import type { Registry } from "./registry.ts"
@@ -183,7 +185,8 @@ const valueSet: Rule = (value, path, reporter) => {
 
 const byResource: ReadonlyMap<string, Rule> = new Map([
   ["Bundle", bundle], ["CodeSystem", codeSystem], ["ValueSet", valueSet],
-  ["Questionnaire", questionnaireRule], ["QuestionnaireResponse", questionnaireResponseRule]
+  ["Questionnaire", questionnaireRule], ["QuestionnaireResponse", questionnaireResponseRule],
+  ...conformanceRules, ...measureRules
 ])
 const byType: ReadonlyMap<string, Rule> = new Map([
   ["Attachment", attachment],

@@ -28,7 +28,14 @@ export const defects: Readonly<Record<string, string>> = {
   "Bundle-valueset-expansions.json": "an expansion parameter urn:oid:...|4.0.1: a version appended to an OID in a uri",
   "CapabilityStatement-example.json": "url urn:uuid: with an uppercase UUID",
   "TerminologyCapabilities-example.json": "url urn:uuid: with an uppercase UUID",
-  "Library-zika-virus-intervention-logic.json": "value sets given as the placeholder urn:oid:X.Y.Z, not an OID"
+  "Library-zika-virus-intervention-logic.json": "value sets given as the placeholder urn:oid:X.Y.Z, not an OID",
+  "CapabilityStatement-knowledge-repository.json": "search parameters stated as string whose definitions (Library-version...) are of type token",
+  "CapabilityStatement-measure-processor.json": "the search parameter Measure-version stated as string; its definition is of type token",
+  "CapabilityStatement-terminology-server.json": "search parameters stated with types other than their definitions' (ValueSet-reference is uri, ConceptMap-source reference)",
+  "ImplementationGuide-example.json": "url under http://hl7.org/fhir/ without the standards-status and work-group extensions a guide HL7 publishes states",
+  "SearchParameter-example-extension.json": "the expression is on DocumentReference while the base is Patient",
+  "StructureDefinition-example-composition.json": "kind complex-type while its base Composition is a resource",
+  "StructureDefinition-example-section-library.json": "kind complex-type while its base Composition is a resource"
 }
 
 /** The ten extension search parameters of CodeSystem and ValueSet that R4 published without a base. */
