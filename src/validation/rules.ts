@@ -13,6 +13,7 @@ import { isObject, type Json } from "../catalog/json.ts"
 import { codeInSystemProblem, sctidProblem, snomed } from "./codes.ts"
 import type { Severity } from "./Issue.ts"
 import type { Registry } from "./registry.ts"
+import { checkCoding } from "./terminology.ts"
 
 export interface Reporter {
   readonly registry: Registry
@@ -173,7 +174,7 @@ const valueSet: Rule = (value, path, reporter) => {
 }
 
 const byResource: ReadonlyMap<string, Rule> = new Map([["Bundle", bundle], ["CodeSystem", codeSystem], ["ValueSet", valueSet]])
-const byType: ReadonlyMap<string, Rule> = new Map([["Attachment", attachment]])
+const byType: ReadonlyMap<string, Rule> = new Map([["Attachment", attachment], ["Coding", checkCoding]])
 
 export const resourceRules = (type: string): Rule | undefined => byResource.get(type)
 export const typeRules = (type: string): Rule | undefined => byType.get(type)

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest"
 import { sctidProblem } from "../../src/validation/codes.ts"
 import { validateResource } from "../../src/validation/Validator.ts"
-import { catalogTests, errors, problems } from "./support.ts"
+import type { Catalog } from "../../src/catalog/Catalog.ts"
+import { catalogTests, errors, loadResources, problems } from "./support.ts"
 
 const withCatalog = catalogTests()
 
@@ -47,44 +48,121 @@ describe("bindings", () => {
 })
 
 describe("codes of the systems the server holds", () => {
-  withCatalog("a code that its system, held completely, does not have is a warning outside a required binding", (c) => {
-    const found = validateResource({
-      resourceType: "Observation",
-      status: "final",
-      code: { text: "x" },
-      category: [{ coding: [{ system: "http://terminology.hl7.org/CodeSystem/observation-category", code: "vital-sign" }] }]
-    }, c).filter((issue) => issue.code === "code-invalid")
-    expect(found).toEqual([{
-      severity: "warning",
+  const category = (coding: Record<string, unknown>) => ({
+    resourceType: "Observation",
+    status: "final",
+    code: { text: "x" },
+    category: [{ coding: [{ system: "http://terminology.hl7.org/CodeSystem/observation-category", ...coding }] }]
+  })
+  const coded = (c: Catalog, resource: unknown) =>
+    validateResource(resource, c).filter((issue) => issue.code === "code-invalid" || issue.code === "not-found" || issue.code === "business-rule")
+
+  withCatalog("a code that its system, held completely, does not have is an error, whatever the binding", (c) => {
+    expect(coded(c, category({ code: "vital-sign" }))).toEqual([{
+      severity: "error",
       code: "code-invalid",
       expression: "Observation.category[0].coding[0].code",
-      diagnostics: "Unknown code 'vital-sign' in the CodeSystem 'http://terminology.hl7.org/CodeSystem/observation-category'"
+      diagnostics: "Unknown code 'vital-sign' in the CodeSystem 'http://terminology.hl7.org/CodeSystem/observation-category' version '4.0.1'"
     }])
+    expect(coded(c, category({ code: "vital-signs" }))).toEqual([])
+    // Contract.legalState is bound with strength example: the code is still held to its system.
+    const contract = (code: string) => ({ resourceType: "Contract", legalState: { coding: [{ system: "http://hl7.org/fhir/contract-legalstate", code }] } })
+    expect(errors(validateResource(contract("invalid-code-test"), c)).map((issue) => issue.expression)).toEqual(["Contract.legalState.coding[0].code"])
+    expect(errors(validateResource(contract("executed"), c))).toEqual([])
   })
 
-  withCatalog("a code of a version of the system the server does not hold is not judged", (c) => {
-    const observation = (version: string) => ({
-      resourceType: "Observation",
-      status: "final",
-      code: { text: "x" },
-      category: [{ coding: [{ system: "http://terminology.hl7.org/CodeSystem/observation-category", version, code: "new-category" }] }]
-    })
-    const invalid = (version: string) => validateResource(observation(version), c).filter((issue) => issue.code === "code-invalid")
-    expect(invalid("99.0.0")).toEqual([])
-    expect(invalid("4.0.1").map((issue) => issue.severity)).toEqual(["warning"])
+  withCatalog("a code of a version of the system the server does not hold is not judged, with a warning", (c) => {
+    const found = coded(c, category({ version: "99.0.0", code: "new-category" }))
+    expect(found).toEqual([expect.objectContaining({ severity: "warning", code: "not-found", expression: "Observation.category[0].coding[0].system" })])
+    expect(found[0]?.diagnostics).toContain("version '99.0.0' could not be found, so the code cannot be validated")
+    expect(coded(c, category({ version: "4.0.1", code: "new-category" })).map((issue) => issue.severity)).toEqual(["error"])
   })
 
   withCatalog("codes of systems the server does not hold are not judged", (c) => {
-    expect(problems(c, { resourceType: "Observation", status: "final", code: { coding: [{ system: "http://loinc.org", code: "anything" }] } })).toEqual([])
+    expect(problems(c, { resourceType: "Observation", status: "final", code: { coding: [{ system: "http://example.org/codes", code: "anything" }] } })).toEqual([])
   })
 
-  withCatalog("a SNOMED CT code that is not a well-formed identifier or expression is a warning", (c) => {
+  withCatalog("a SNOMED CT code that is not a well-formed identifier or expression is an error", (c) => {
     const condition = (code: string) => ({ resourceType: "Condition", subject: { reference: "Patient/1" }, code: { coding: [{ system: "http://snomed.info/sct", code }] } })
     const invalid = (code: string) => validateResource(condition(code), c).filter((issue) => issue.code === "code-invalid")
-    expect(invalid("276885007x")[0]?.severity).toBe("warning")
+    expect(invalid("276885007x")[0]).toMatchObject({ severity: "error", expression: "Condition.code.coding[0].code" })
     expect(invalid("44054007")[0]?.diagnostics).toContain("check digit")
     expect(invalid("44054006")).toEqual([])
     expect(errors(validateResource(condition("128045006:{363698007=56459004}"), c))).toEqual([])
+  })
+
+  withCatalog("a LOINC code that is not digits with the right mod-10 check digit is an error", (c) => {
+    const observation = (code: string) => ({ resourceType: "Observation", status: "final", code: { coding: [{ system: "http://loinc.org", code }] } })
+    const invalid = (code: string) => validateResource(observation(code), c).filter((issue) => issue.code === "code-invalid")
+    expect(invalid("8310-5")).toEqual([])
+    expect(invalid("LA6576-8")).toEqual([])
+    expect(invalid("8310-4")).toEqual([expect.objectContaining({ severity: "error", expression: "Observation.code.coding[0].code" })])
+    expect(invalid("8310-4")[0]?.diagnostics).toContain("check digit")
+    expect(invalid("body temperature")[0]?.diagnostics).toContain("is not a LOINC code")
+  })
+
+  withCatalog("a display that is neither the code's display nor a designation is a warning", (c) => {
+    const found = coded(c, category({ code: "vital-signs", display: "vital-signs" }))
+    expect(found).toEqual([{
+      severity: "warning",
+      code: "code-invalid",
+      expression: "Observation.category[0].coding[0].display",
+      diagnostics: "Wrong Display Name 'vital-signs' for http://terminology.hl7.org/CodeSystem/observation-category#vital-signs. Valid display is 'Vital Signs'"
+    }])
+    expect(coded(c, category({ code: "vital-signs", display: "Vital Signs" }))).toEqual([])
+    expect(coded(c, category({ code: "vital-signs", display: "VITAL SIGNS" }))).toEqual([])
+    expect(coded(c, category({ code: "vital-signs", display: "Vital  Signs" }))[0]?.diagnostics).toContain("Wrong whitespace in Display Name")
+    // A designation in another language is a display too.
+    const dl = (display: string) => coded(c, {
+      resourceType: "Patient",
+      identifier: [{ type: { coding: [{ system: "http://terminology.hl7.org/CodeSystem/v2-0203", code: "DL", display }] }, value: "1" }]
+    })
+    expect(dl("Führerscheinnummer")).toEqual([])
+    expect(dl("Driver's License")[0]?.diagnostics).toContain("Valid display is one of 3 choices")
+  })
+
+  withCatalog("a Coding.system must be absolute, a code system, and not a supplement", (c) => {
+    const observation = (system: string) => ({ resourceType: "Observation", status: "final", code: { coding: [{ system, code: "x" }] } })
+    expect(errors(validateResource(observation("local-codes"), c))).toEqual([expect.objectContaining({
+      code: "code-invalid",
+      expression: "Observation.code.coding[0].system",
+      diagnostics: "Coding.system must be an absolute reference, not a local reference ('local-codes')"
+    })])
+    expect(errors(validateResource(observation("urn:oid:1.2.3.4"), c))).toEqual([])
+    expect(errors(validateResource(observation("http://hl7.org/fhir/ValueSet/observation-codes"), c))).toEqual([expect.objectContaining({
+      expression: "Observation.code.coding[0].system",
+      diagnostics: "The Coding references a value set, not a code system ('http://hl7.org/fhir/ValueSet/observation-codes')"
+    })])
+  })
+
+  withCatalog("a supplement named as Coding.system is an error", async () => {
+    const { build } = await import("../../src/catalog/Catalog.ts")
+    const supplement = {
+      resourceType: "CodeSystem", url: "http://example.org/supplement", status: "active", content: "supplement",
+      supplements: "http://terminology.hl7.org/CodeSystem/observation-category", concept: [{ code: "vital-signs", designation: [{ language: "fr", value: "Signes vitaux" }] }]
+    }
+    const resources = (await loadResources())!
+    const extended = build([...resources, supplement], 2)
+    const found = errors(validateResource({ resourceType: "Observation", status: "final", code: { coding: [{ system: "http://example.org/supplement", code: "vital-signs" }] } }, extended))
+    expect(found).toEqual([expect.objectContaining({ expression: "Observation.code.coding[0].system", diagnostics: "CodeSystem http://example.org/supplement is a supplement, so can't be used as a value in Coding.system" })])
+  }, 120_000)
+
+  withCatalog("a code without a system is a warning", (c) => {
+    const found = coded(c, { resourceType: "Observation", status: "final", code: { coding: [{ code: "8310-5" }] } })
+    expect(found).toEqual([expect.objectContaining({ severity: "warning", expression: "Observation.code.coding[0]" })])
+    expect(found[0]?.diagnostics).toContain("A code with no system has no defined meaning")
+  })
+
+  withCatalog("a deprecated or inactive code is a warning", (c) => {
+    const interpretation = (code: string) => coded(c, {
+      resourceType: "Observation", status: "final", code: { text: "x" },
+      interpretation: [{ coding: [{ system: "http://terminology.hl7.org/CodeSystem/v2-0078", code }] }]
+    }).filter((issue) => issue.code === "business-rule")
+    expect(interpretation("L")).toEqual([{
+      severity: "warning", code: "business-rule", expression: "Observation.interpretation[0].coding[0]",
+      diagnostics: "The concept 'L' is deprecated and its use should be reviewed"
+    }])
+    expect(interpretation("N")).toEqual([])
   })
 })
 
