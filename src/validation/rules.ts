@@ -4,16 +4,18 @@
  * - Bundle: `fullUrl` is absolute; in a searchset, an `outcome` entry is an OperationOutcome and a `match` or
  *   `include` entry has an id (https://hl7.org/fhir/R4/bundle.html#searchset); a reference inside the Bundle
  *   that several entries answer is ambiguous (https://hl7.org/fhir/R4/bundle.html#references).
- * - CodeSystem: a supplement has content `supplement`; property codes are unique and concepts only use
- *   declared properties (https://hl7.org/fhir/R4/codesystem.html).
+ * - CodeSystem: a supplement has content `supplement`; property codes are unique; a concept that uses an
+ *   undeclared property is a warning (https://hl7.org/fhir/R4/codesystem.html).
  * - ValueSet: a listed code exists in its system when the server holds the system completely; SNOMED CT
  *   identifiers in codes, filters and ECL are well-formed.
+ * - Coding, and more of CodeSystem, ValueSet and ConceptMap: terminology.ts and terminologyResources.ts.
  */
 import { isObject, type Json } from "../catalog/json.ts"
 import { codeInSystemProblem, sctidProblem, snomed } from "./codes.ts"
 import type { Severity } from "./Issue.ts"
 import type { Registry } from "./registry.ts"
 import { checkCoding } from "./terminology.ts"
+import { codeSystemRules, conceptMapRules, valueSetRules } from "./terminologyResources.ts"
 
 export interface Reporter {
   readonly registry: Registry
@@ -121,7 +123,7 @@ const codeSystem: Rule = (value, path, reporter) => {
       if (!isObject(concept)) return
       list(concept["property"]).forEach((property, j) => {
         if (isObject(property) && typeof property["code"] === "string" && !declared.has(property["code"]) && !implicitProperties.has(property["code"])) {
-          reporter.report("error", "business-rule", `${at}[${i}].property[${j}]`, `The property '${property["code"]}' is not declared in CodeSystem.property`)
+          reporter.report("warning", "business-rule", `${at}[${i}].property[${j}]`, `The property '${property["code"]}' has no definition in CodeSystem.property. Many terminology tools won't know what to do with it`)
         }
       })
       visit(concept["concept"], `${at}[${i}].concept`, depth + 1)
@@ -173,7 +175,17 @@ const valueSet: Rule = (value, path, reporter) => {
   }
 }
 
-const byResource: ReadonlyMap<string, Rule> = new Map([["Bundle", bundle], ["CodeSystem", codeSystem], ["ValueSet", valueSet]])
+const both = (first: Rule, second: Rule): Rule => (value, path, reporter) => {
+  first(value, path, reporter)
+  second(value, path, reporter)
+}
+
+const byResource: ReadonlyMap<string, Rule> = new Map([
+  ["Bundle", bundle],
+  ["CodeSystem", both(codeSystem, codeSystemRules)],
+  ["ValueSet", both(valueSet, valueSetRules)],
+  ["ConceptMap", conceptMapRules]
+])
 const byType: ReadonlyMap<string, Rule> = new Map([["Attachment", attachment], ["Coding", checkCoding]])
 
 export const resourceRules = (type: string): Rule | undefined => byResource.get(type)

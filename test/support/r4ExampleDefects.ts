@@ -21,7 +21,8 @@ export const defects: Readonly<Record<string, string>> = {
   "StructureDefinition-Event.json": "logical model, not abstract, without baseDefinition (sdf-4)",
   "StructureDefinition-FiveWs.json": "logical model, not abstract, without baseDefinition (sdf-4)",
   "StructureDefinition-Request.json": "logical model, not abstract, without baseDefinition (sdf-4)",
-  "SearchParameter-questionnaireresponse-extensions-QuestionnaireResponse-item-subject.json": "an id longer than 64 characters"
+  "SearchParameter-questionnaireresponse-extensions-QuestionnaireResponse-item-subject.json": "an id longer than 64 characters",
+  "ValueSet-example-hierarchical.json": "compose.include.system '#hacked' is a local reference, not an absolute URI"
 }
 
 /** The ten extension search parameters of CodeSystem and ValueSet that R4 published without a base. */

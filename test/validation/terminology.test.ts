@@ -154,15 +154,16 @@ describe("codes of the systems the server holds", () => {
   })
 
   withCatalog("a deprecated or inactive code is a warning", (c) => {
-    const interpretation = (code: string) => coded(c, {
+    // v2 table 0078 is deprecated in favour of v3 ObservationInterpretation, which has the same codes.
+    const interpretation = (code: string, table = "v2-0078") => coded(c, {
       resourceType: "Observation", status: "final", code: { text: "x" },
-      interpretation: [{ coding: [{ system: "http://terminology.hl7.org/CodeSystem/v2-0078", code }] }]
+      interpretation: [{ coding: [{ system: `http://terminology.hl7.org/CodeSystem/${table}`, code }] }]
     }).filter((issue) => issue.code === "business-rule")
     expect(interpretation("L")).toEqual([{
       severity: "warning", code: "business-rule", expression: "Observation.interpretation[0].coding[0]",
       diagnostics: "The concept 'L' is deprecated and its use should be reviewed"
     }])
-    expect(interpretation("N")).toEqual([])
+    expect(interpretation("L", "v3-ObservationInterpretation")).toEqual([])
   })
 })
 
@@ -172,5 +173,128 @@ describe("SNOMED CT identifiers", () => {
   })
   it.each(["1", "2", "12345", "276885007x", "36989006", "034552", "234234"])("%s is not", (code) => {
     expect(sctidProblem(code)).toBeDefined()
+  })
+})
+
+describe("the terminology resources", () => {
+  const findings = (c: Catalog, resource: unknown) => problems(c, resource).filter((issue) => !issue.diagnostics.includes("-0:") && issue.code !== "extension")
+
+  withCatalog("a CodeSystem may not define a code twice, and its count agrees with a complete content", (c) => {
+    const codeSystem = (extra: Record<string, unknown>) => ({
+      resourceType: "CodeSystem", url: "http://example.org/cs", name: "Cs", status: "draft", content: "complete",
+      concept: [{ code: "a", display: "A" }, { code: "b", display: "B", concept: [{ code: "c", display: "C" }] }], ...extra
+    })
+    expect(errors(validateResource(codeSystem({ count: 3 }), c))).toEqual([])
+    expect(errors(validateResource(codeSystem({ count: 2 }), c))).toEqual([expect.objectContaining({
+      expression: "CodeSystem.count",
+      diagnostics: "The code system is complete, but the number of concepts (3) does not match the stated total number (2)"
+    })])
+    const twice = codeSystem({ concept: [{ code: "a", display: "A" }, { code: "b", display: "B", concept: [{ code: "a", display: "A" }] }] })
+    expect(errors(validateResource(twice, c))).toContainEqual(expect.objectContaining({
+      expression: "CodeSystem.concept[1].concept[0]",
+      diagnostics: "The code 'a' has already been defined"
+    }))
+    expect(errors(validateResource(codeSystem({ content: "not-present" }), c))).toEqual([expect.objectContaining({
+      expression: "CodeSystem.concept[0]", diagnostics: "The code system says it has no content present, but concepts are found"
+    })])
+    expect(findings(c, codeSystem({ concept: undefined }))[0]?.diagnostics).toContain("it doesn't make sense for there to be no concepts defined")
+  })
+
+  withCatalog("a CodeSystem concept's property value has the declared type; an undeclared property is a warning", (c) => {
+    const codeSystem = (property: Record<string, unknown>) => ({
+      resourceType: "CodeSystem", url: "http://example.org/cs", name: "Cs", status: "draft", content: "complete",
+      property: [{ code: "weight", type: "integer" }], concept: [{ code: "a", display: "A", property: [property] }]
+    })
+    expect(errors(validateResource(codeSystem({ code: "weight", valueInteger: 3 }), c))).toEqual([])
+    expect(errors(validateResource(codeSystem({ code: "weight", valueString: "3" }), c))).toEqual([expect.objectContaining({
+      expression: "CodeSystem.concept[0].property[0]",
+      diagnostics: "The property 'weight' has the invalid type 'string', when it is defined to have the type 'integer'"
+    })])
+    const undeclared = findings(c, codeSystem({ code: "colour", valueString: "red" }))
+    expect(undeclared).toEqual([expect.objectContaining({ severity: "warning", expression: "CodeSystem.concept[0].property[0]" })])
+  })
+
+  withCatalog("a supplement names the system it supplements and only adds to its codes", (c) => {
+    const supplement = (concept: ReadonlyArray<Record<string, unknown>>, supplements?: string) => ({
+      resourceType: "CodeSystem", url: "http://example.org/supplement", name: "Supplement", status: "draft", content: "supplement",
+      ...(supplements === undefined ? {} : { supplements }), concept
+    })
+    const base = "http://terminology.hl7.org/CodeSystem/observation-category"
+    expect(errors(validateResource(supplement([{ code: "vital-signs", designation: [{ language: "fr", value: "Signes vitaux" }] }], base), c))).toEqual([])
+    expect(errors(validateResource(supplement([{ code: "vital-sign" }], base), c))).toEqual([expect.objectContaining({
+      expression: "CodeSystem.concept[0]",
+      diagnostics: `The code 'vital-sign' is not declared in the base CodeSystem ${base}|4.0.1 so is not valid in the supplement`
+    })])
+    expect(errors(validateResource(supplement([{ code: "x" }]), c)).map((issue) => issue.diagnostics)).toContain(
+      "The code system is marked as a supplement, but it does not define what code system it supplements")
+  })
+
+  const valueSet = (include: Record<string, unknown>) => ({ resourceType: "ValueSet", url: "http://example.org/vs", name: "Vs", status: "draft", compose: { include: [include] } })
+
+  withCatalog("a ValueSet includes code systems by absolute URI, not value sets", (c) => {
+    expect(errors(validateResource(valueSet({ system: "http://hl7.org/fhir/administrative-gender" }), c))).toEqual([])
+    expect(errors(validateResource(valueSet({ system: "#local" }), c))).toEqual([expect.objectContaining({
+      expression: "ValueSet.compose.include[0]",
+      diagnostics: expect.stringContaining("URI values in ValueSet.compose.include.system must be absolute. To reference a contained code system")
+    })])
+    expect(errors(validateResource(valueSet({ system: "http://hl7.org/fhir/ValueSet/administrative-gender" }), c))).toEqual([expect.objectContaining({
+      expression: "ValueSet.compose.include[0]", diagnostics: "The system 'http://hl7.org/fhir/ValueSet/administrative-gender' is actually a value set"
+    })])
+  })
+
+  withCatalog("a ValueSet filter uses a property its system knows, with a value of the property's type", (c) => {
+    // v3-ActCode declares the property 'notSelectable' (boolean); 'concept' is known for every system.
+    const filter = (property: string, op: string, value: string) =>
+      valueSet({ system: "http://terminology.hl7.org/CodeSystem/v3-ActCode", filter: [{ property, op, value }] })
+    expect(findings(c, filter("concept", "is-a", "_ActAccountCode"))).toEqual([])
+    expect(findings(c, filter("notSelectable", "=", "true"))).toEqual([])
+    expect(errors(validateResource(filter("notSelectable", "=", "yes"), c))).toEqual([expect.objectContaining({
+      expression: "ValueSet.compose.include[0].filter[0]",
+      diagnostics: "The value for a filter based on property 'notSelectable' must be either 'true' or 'false', not 'yes'"
+    })])
+    const unknown = findings(c, filter("colour", "=", "red"))
+    expect(unknown).toEqual([expect.objectContaining({ severity: "warning", expression: "ValueSet.compose.include[0].filter[0]" })])
+    expect(unknown[0]?.diagnostics).toContain("The property 'colour' is not known for the system")
+  })
+
+  withCatalog("a ConceptMap's source and target codes are codes of the systems it maps (warnings)", (c) => {
+    const conceptMap = (source: string, target: string, display?: string) => ({
+      resourceType: "ConceptMap", url: "http://example.org/cm", name: "Cm", status: "draft",
+      group: [{
+        source: "http://hl7.org/fhir/administrative-gender", target: "http://terminology.hl7.org/CodeSystem/v3-AdministrativeGender",
+        element: [{ code: source, ...(display === undefined ? {} : { display }), target: [{ code: target, equivalence: "equivalent" }] }]
+      }]
+    })
+    expect(findings(c, conceptMap("male", "M"))).toEqual([])
+    expect(findings(c, conceptMap("male", "M", "Male"))).toEqual([])
+    expect(findings(c, conceptMap("man", "X"))).toEqual([
+      expect.objectContaining({ severity: "warning", expression: "ConceptMap.group[0].element[0].code", diagnostics: expect.stringContaining("The source code 'man' is not valid in the code system http://hl7.org/fhir/administrative-gender") }),
+      expect.objectContaining({ severity: "warning", expression: "ConceptMap.group[0].element[0].target[0].code", diagnostics: expect.stringContaining("The target code 'X' is not valid") })
+    ])
+    expect(findings(c, conceptMap("male", "M", "Man"))[0]?.diagnostics).toContain("The source display 'Man' for the code")
+  })
+})
+
+describe("the vital signs profiles", () => {
+  const temperature = (extra: Record<string, unknown>) => ({
+    resourceType: "Observation", status: "final",
+    category: [{ coding: [{ system: "http://terminology.hl7.org/CodeSystem/observation-category", code: "vital-signs" }] }],
+    subject: { reference: "Patient/1" }, effectiveDateTime: "2020-01-01",
+    valueQuantity: { value: 37, unit: "Cel", system: "http://unitsofmeasure.org", code: "Cel" }, ...extra
+  })
+
+  withCatalog("an Observation with a vital sign's code is checked against its profile, as warnings", (c) => {
+    expect(problems(c, temperature({ code: { coding: [{ system: "http://loinc.org", code: "8310-5" }] } }))).toEqual([])
+    const { effectiveDateTime: _, ...undated } = temperature({ code: { coding: [{ system: "http://loinc.org", code: "8331-1" }] } })
+    const oral = problems(c, undated)
+    expect(oral.length).toBeGreaterThan(0)
+    expect(oral.every((issue) => issue.severity === "warning")).toBe(true)
+    expect(oral.map((issue) => issue.diagnostics)).toContainEqual(expect.stringContaining("slice 'BodyTempCode' requires at least 1"))
+    expect(oral.map((issue) => issue.diagnostics)).toContainEqual(expect.stringContaining("Observation.effective[x]: minimum required = 1"))
+    expect(oral.every((issue) => issue.diagnostics.includes("vital signs profile http://hl7.org/fhir/StructureDefinition/bodytemp"))).toBe(true)
+  })
+
+  withCatalog("an Observation with another code is not held to a vital signs profile", (c) => {
+    expect(problems(c, { resourceType: "Observation", status: "final", code: { coding: [{ system: "http://loinc.org", code: "2339-0" }] } })).toEqual([])
   })
 })
