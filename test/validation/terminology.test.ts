@@ -47,6 +47,30 @@ describe("bindings", () => {
   })
 })
 
+describe("a required code given only as extensions", () => {
+  const entered = { coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-verification", code: "entered-in-error" }] }
+  const allergy = (category: Record<string, unknown>) => ({
+    resourceType: "AllergyIntolerance", patient: { reference: "Patient/1" }, verificationStatus: entered, category: [null], _category: [category]
+  })
+
+  withCatalog("a required code with only a data-absent-reason extension is an error", (c) => {
+    const absent = { extension: [{ url: "http://hl7.org/fhir/StructureDefinition/data-absent-reason", valueCode: "unknown" }] }
+    expect(errors(validateResource(allergy(absent), c))).toEqual([expect.objectContaining({
+      code: "code-invalid",
+      expression: "AllergyIntolerance.category[0]",
+      diagnostics: "No code provided, and a code is required from the value set http://hl7.org/fhir/ValueSet/allergy-intolerance-category"
+    })])
+    expect(errors(validateResource({ resourceType: "AllergyIntolerance", patient: { reference: "Patient/1" }, verificationStatus: entered, category: ["food"] }, c))).toEqual([])
+  })
+
+  withCatalog("a required code given only in a cross-version extension is a warning", (c) => {
+    const alternative = { extension: [{ url: "http://hl7.org/fhir/5.0/StructureDefinition/extension-AllergyIntolerance.category", valueCode: "food" }] }
+    const found = validateResource(allergy(alternative), c).filter((issue) => issue.code === "code-invalid")
+    expect(found).toEqual([expect.objectContaining({ severity: "warning", expression: "AllergyIntolerance.category[0]" })])
+    expect(found[0]?.diagnostics).toContain("an alternative code 'food' is provided in the cross-version extension")
+  })
+})
+
 describe("codes of the systems the server holds", () => {
   const category = (coding: Record<string, unknown>) => ({
     resourceType: "Observation",
@@ -145,6 +169,24 @@ describe("codes of the systems the server holds", () => {
     const extended = build([...resources, supplement], 2)
     const found = errors(validateResource({ resourceType: "Observation", status: "final", code: { coding: [{ system: "http://example.org/supplement", code: "vital-signs" }] } }, extended))
     expect(found).toEqual([expect.objectContaining({ expression: "Observation.code.coding[0].system", diagnostics: "CodeSystem http://example.org/supplement is a supplement, so can't be used as a value in Coding.system" })])
+  }, 120_000)
+
+  withCatalog("a code differing by case in a case-insensitive system is information; an unknown code of a fragment a warning", async () => {
+    const { build } = await import("../../src/catalog/Catalog.ts")
+    const system = (url: string, content: string, caseSensitive: boolean) => ({
+      resourceType: "CodeSystem", url, status: "active", content, caseSensitive, concept: [{ code: "Alpha", display: "Alpha" }]
+    })
+    const extended = build([...(await loadResources())!, system("http://example.org/insensitive", "complete", false), system("http://example.org/fragment", "fragment", true)], 2)
+    const observation = (url: string, code: string) => validateResource({ resourceType: "Observation", status: "final", code: { coding: [{ system: url, code }] } }, extended)
+      .filter((issue) => issue.expression.startsWith("Observation.code"))
+    expect(observation("http://example.org/insensitive", "alpha")).toEqual([expect.objectContaining({
+      severity: "information", expression: "Observation.code.coding[0].code", diagnostics: expect.stringContaining("differs from the correct code 'Alpha' by case")
+    })])
+    expect(observation("http://example.org/insensitive", "Alpha")).toEqual([])
+    expect(observation("http://example.org/fragment", "Beta")).toEqual([expect.objectContaining({
+      severity: "warning", expression: "Observation.code.coding[0].code", diagnostics: expect.stringContaining("the code system is a fragment")
+    })])
+    expect(observation("http://example.org/fragment", "Alpha")).toEqual([])
   }, 120_000)
 
   withCatalog("a code without a system is a warning", (c) => {
