@@ -101,7 +101,9 @@ const commonProperties = new Set(["concept", "code", "display", "parent", "child
 const filterValueProblem = (reporter: Reporter, property: string, type: string, op: unknown, value: string): string | undefined => {
   if (op === "exists" || op === "regex") return undefined
   const values = op === "in" || op === "not-in" ? value.split(",") : [value]
-  for (const item of values) {
+  for (const given of values) {
+    // A number or date may carry a comparison prefix, as search parameters have them (`lt2`).
+    const item = (type === "integer" || type === "decimal" || type === "dateTime") && /^(eq|ne|gt|lt|ge|le|sa|eb|ap)/.test(given) ? given.slice(2) : given
     switch (type) {
       case "boolean":
         if (item !== "true" && item !== "false") return `The value for a filter based on property '${property}' must be either 'true' or 'false', not '${item}'`
