@@ -252,6 +252,10 @@ describe("the terminology resources", () => {
       expression: "CodeSystem.concept[0].property[0]",
       diagnostics: "The property 'weight' has the invalid type 'string', when it is defined to have the type 'integer'"
     })])
+    const declaredTwice = { ...codeSystem({ code: "weight", valueInteger: 3 }), property: [{ code: "weight", type: "integer" }, { code: "weight", type: "integer" }] }
+    expect(errors(validateResource(declaredTwice, c))).toEqual([expect.objectContaining({
+      expression: "CodeSystem.property[1]", diagnostics: "A property is already defined with the code 'weight'"
+    })])
     const undeclared = findings(c, codeSystem({ code: "colour", valueString: "red" }))
     expect(undeclared).toEqual([expect.objectContaining({ severity: "warning", expression: "CodeSystem.concept[0].property[0]" })])
   })
@@ -267,6 +271,9 @@ describe("the terminology resources", () => {
       expression: "CodeSystem.concept[0]",
       diagnostics: `The code 'vital-sign' is not declared in the base CodeSystem ${base}|4.0.1 so is not valid in the supplement`
     })])
+    const notSupplement = { ...supplement([{ code: "vital-signs" }], base), content: "complete" }
+    expect(errors(validateResource(notSupplement, c)).map((issue) => issue.diagnostics)).toContain(
+      "A CodeSystem that supplements another SHALL have the content 'supplement'")
     expect(errors(validateResource(supplement([{ code: "x" }]), c)).map((issue) => issue.diagnostics)).toContain(
       "The code system is marked as a supplement, but it does not define what code system it supplements")
   })
@@ -275,6 +282,9 @@ describe("the terminology resources", () => {
 
   withCatalog("a ValueSet includes code systems by absolute URI, not value sets", (c) => {
     expect(errors(validateResource(valueSet({ system: "http://hl7.org/fhir/administrative-gender" }), c))).toEqual([])
+    const listed = (code: string) => errors(validateResource(valueSet({ system: "http://hl7.org/fhir/administrative-gender", concept: [{ code }] }), c))
+    expect(listed("female")).toEqual([])
+    expect(listed("woman")).toEqual([expect.objectContaining({ expression: "ValueSet.compose.include[0].concept[0]" })])
     expect(errors(validateResource(valueSet({ system: "#local" }), c))).toEqual([expect.objectContaining({
       expression: "ValueSet.compose.include[0]",
       diagnostics: expect.stringContaining("URI values in ValueSet.compose.include.system must be absolute. To reference a contained code system")
