@@ -51,21 +51,42 @@ const codingsOf = (value: Record<string, unknown>, type: string): ReadonlyArray<
   return codings.filter((coding): coding is Record<string, unknown> => isObject(coding) && typeof coding["code"] === "string")
 }
 
+/** A cross-version extension (http://hl7.org/fhir/versions.html#extensions) that carries a code of another FHIR version. */
+const crossVersion = /^http:\/\/hl7\.org\/fhir\/[0-9.]+\/StructureDefinition\/extension-/
+
+const crossVersionCode = (extensions: unknown): { readonly url: string; readonly code: string } | undefined => {
+  if (!isObject(extensions) || !Array.isArray(extensions["extension"])) return undefined
+  for (const extension of extensions["extension"]) {
+    if (isObject(extension) && typeof extension["url"] === "string" && crossVersion.test(extension["url"])) {
+      return { url: extension["url"], code: String(extension["valueCode"] ?? extension["valueString"] ?? "") }
+    }
+  }
+  return undefined
+}
+
 /**
  * The problem of a bound value: `code`/`string`/`uri` primitives, Coding and CodeableConcept. `value` is
- * undefined for a primitive that only has extensions.
+ * undefined for a primitive that only has extensions (`extensions` is then its `_name` object). Under a
+ * required binding such a primitive has no code, and that is an error whatever its extensions say (a
+ * data-absent-reason included), as the HL7 reference validator has it; only a cross-version extension that
+ * carries the code of another FHIR version makes it a warning.
  */
 export const checkBinding = (
   membership: Membership,
   binding: Binding,
   type: string,
-  value: unknown
+  value: unknown,
+  extensions?: unknown
 ): CodeProblem | undefined => {
   if (binding.strength !== "required" && binding.strength !== "extensible") return undefined
   const required = binding.strength === "required"
   if (type === "code" || type === "string" || type === "uri") {
     if (value === undefined) {
-      return required ? { severity: "error", at: "", diagnostics: `No code provided, and a code is required from the value set ${shortValueSet(binding.valueSet)}` } : undefined
+      if (!required) return undefined
+      const alternative = crossVersionCode(extensions)
+      return alternative === undefined
+        ? { severity: "error", at: "", diagnostics: `No code provided, and a code is required from the value set ${shortValueSet(binding.valueSet)}` }
+        : { severity: "warning", at: "", diagnostics: `Though a code is required, no code has been provided; instead, an alternative code '${alternative.code}' is provided in the cross-version extension '${alternative.url}'. Many systems will not support this extension, or may not understand or support the alternative code` }
     }
     if (typeof value !== "string" || !membership.known || membership.codes.has(value)) return undefined
     return { severity: strengthSeverity(binding), at: "", diagnostics: `The value '${value}' is not in the value set ${shortValueSet(binding.valueSet)} (${binding.strength} binding)` }

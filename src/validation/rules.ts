@@ -4,12 +4,13 @@
  * - Bundle: `fullUrl` is absolute; in a searchset, an `outcome` entry is an OperationOutcome and a `match` or
  *   `include` entry has an id (https://hl7.org/fhir/R4/bundle.html#searchset); a reference inside the Bundle
  *   that several entries answer is ambiguous (https://hl7.org/fhir/R4/bundle.html#references).
- * - CodeSystem: a supplement has content `supplement`; property codes are unique and concepts only use
- *   declared properties (https://hl7.org/fhir/R4/codesystem.html).
+ * - CodeSystem: a supplement has content `supplement`; property codes are unique; a concept that uses an
+ *   undeclared property is a warning (https://hl7.org/fhir/R4/codesystem.html).
  * - ValueSet: a listed code exists in its system when the server holds the system completely; SNOMED CT
  *   identifiers in codes, filters and ECL are well-formed.
  * - Identifier: an absolute system, and a URI value with urn:ietf:rfc:3986 (uris.ts).
  * - Meta: no security label twice (security.ts).
+ * - Coding, and more of CodeSystem, ValueSet and ConceptMap: terminology.ts and terminologyResources.ts.
  */
 import { isObject, type Json } from "../catalog/json.ts"
 import { codeInSystemProblem, sctidProblem, snomed } from "./codes.ts"
@@ -20,6 +21,8 @@ import { questionnaireResponseRule, questionnaireRule, type QuestionnaireLookup 
 import type { Registry } from "./registry.ts"
 import { duplicateSecurityLabels } from "./security.ts"
 import { identifierProblems } from "./uris.ts"
+import { checkCoding } from "./terminology.ts"
+import { codeSystemRules, conceptMapRules, valueSetRules } from "./terminologyResources.ts"
 
 export interface Reporter {
   readonly registry: Registry
@@ -131,7 +134,7 @@ const codeSystem: Rule = (value, path, reporter) => {
       if (!isObject(concept)) return
       list(concept["property"]).forEach((property, j) => {
         if (isObject(property) && typeof property["code"] === "string" && !declared.has(property["code"]) && !implicitProperties.has(property["code"])) {
-          reporter.report("error", "business-rule", `${at}[${i}].property[${j}]`, `The property '${property["code"]}' is not declared in CodeSystem.property`)
+          reporter.report("warning", "business-rule", `${at}[${i}].property[${j}]`, `The property '${property["code"]}' has no definition in CodeSystem.property. Many terminology tools won't know what to do with it`)
         }
       })
       visit(concept["concept"], `${at}[${i}].concept`, depth + 1)
@@ -183,13 +186,22 @@ const valueSet: Rule = (value, path, reporter) => {
   }
 }
 
+const both = (first: Rule, second: Rule): Rule => (value, path, reporter) => {
+  first(value, path, reporter)
+  second(value, path, reporter)
+}
+
 const byResource: ReadonlyMap<string, Rule> = new Map([
-  ["Bundle", bundle], ["CodeSystem", codeSystem], ["ValueSet", valueSet],
+  ["Bundle", bundle],
+  ["CodeSystem", both(codeSystem, codeSystemRules)],
+  ["ValueSet", both(valueSet, valueSetRules)],
+  ["ConceptMap", conceptMapRules],
   ["Questionnaire", questionnaireRule], ["QuestionnaireResponse", questionnaireResponseRule],
   ...conformanceRules, ...measureRules
 ])
 const byType: ReadonlyMap<string, Rule> = new Map([
   ["Attachment", attachment],
+  ["Coding", checkCoding],
   ["Identifier", (value, path, reporter) => identifierProblems(value, path, reporter)],
   ["Meta", (value, path, reporter) => duplicateSecurityLabels(value, path, reporter)]
 ])

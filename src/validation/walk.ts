@@ -7,7 +7,7 @@
  */
 import { isObject } from "../catalog/json.ts"
 import { canonicalResourceRules, canonicalResourceTypes } from "./canonical.ts"
-import { checkBinding, codeInSystemProblem } from "./codes.ts"
+import { checkBinding } from "./codes.ts"
 import { contextPath, contextProblem, type Owner } from "./contexts.ts"
 import type { Children, CompiledStructure, ElementNode, TypeChoice } from "./compile.ts"
 import type { Invariant, Scope } from "./invariants.ts"
@@ -19,6 +19,7 @@ import type { Registry } from "./registry.ts"
 import { resourceRules, typeRules } from "./rules.ts"
 import { assignSlices, type SliceItem } from "./slicing.ts"
 import { equalsFixed, matchesPattern } from "./values.ts"
+import { vitalSignsProfile } from "./vitalSigns.ts"
 import { checkXhtml } from "./xhtml.ts"
 
 export const maxDepth = 100
@@ -224,6 +225,10 @@ export class Walk {
       if (typeof url === "string") this.profile(value, url, at, scope, depth, "warning")
     }
     for (const url of profiles) this.profile(value, url, at, scope, depth, "error")
+    if (type === "Observation") {
+      const implied = vitalSignsProfile(value)
+      if (implied !== undefined && !claimed.includes(implied) && !profiles.includes(implied)) this.impliedProfile(value, implied, at, scope, depth)
+    }
     resourceRules(type)?.(value, at, this)
     if (canonicalResourceTypes.has(type)) canonicalResourceRules(value, at, this)
   }
@@ -243,6 +248,30 @@ export class Walk {
     }
     if (structure.derivation === "specialization") return
     this.against(value, structure, path, scope, depth)
+  }
+
+  /**
+   * A vital signs profile R4 requires of an Observation by its code (vitalSigns.ts). What the profile finds
+   * beyond the resource's own issues is reported as warnings: the HL7 reference validator makes them errors,
+   * but published data (Synthea's blood pressures coded 55284-4, its oral temperatures 8331-1) does not
+   * carry the codes the profiles fix, and a write is not refused for it.
+   */
+  private impliedProfile(value: Record<string, unknown>, url: string, path: string, scope: Scope, depth: number): void {
+    const structure = this.registry.structure(url)
+    if (structure === undefined || structure.type !== "Observation") return
+    const probe = new Walk(this.registry)
+    probe.root = this.root
+    try {
+      probe.against(value, structure, path, scope, depth)
+      for (const _ of probe.evaluateInvariants()) { /* every step at once */ }
+    } catch (error) {
+      if (!(error instanceof TooManyIssues)) throw error
+    }
+    for (const issue of probe.issues) {
+      if (this.seen.has(`${issue.severity}|${issue.code}|${issue.expression}|${issue.diagnostics}`)) continue
+      const severity = issue.severity === "error" || issue.severity === "fatal" ? "warning" : issue.severity
+      this.report(severity, issue.code, issue.expression, `${issue.diagnostics} (vital signs profile ${url}, which R4 requires of this Observation by its code)`)
+    }
   }
 
   private against(value: Record<string, unknown>, structure: CompiledStructure, path: string, scope: Scope, depth: number): void {
@@ -456,7 +485,7 @@ export class Walk {
     } else if (!hasValue) {
       this.report("error", "structure", path, "null is not allowed here: a primitive needs a value or extensions")
     }
-    if (node.binding !== undefined && boundTypes.has(code)) this.binding(node, code, hasValue ? value : undefined, path)
+    if (node.binding !== undefined && boundTypes.has(code)) this.binding(node, code, hasValue ? value : undefined, path, extension)
     if (hasValue) this.fixedAndPattern(node, value, path)
   }
 
@@ -495,7 +524,6 @@ export class Walk {
     }
     if (!meaningful) this.report("error", "invariant", path, "Constraint failed: ele-1: 'All FHIR elements must have a @value or children'")
     if (node.binding !== undefined && boundTypes.has(type.code)) this.binding(node, type.code, value, path)
-    if (type.code === "Coding") this.coding(value, path)
     if (type.code === "Reference" && typeof value["reference"] === "string") this.reference(type, value["reference"], path, scope)
     typeRules(type.code)?.(value, path, this)
     this.fixedAndPattern(node, value, path)
@@ -540,10 +568,10 @@ export class Walk {
     if (problem !== undefined) this.report("warning", "extension", path, problem)
   }
 
-  private binding(node: ElementNode, code: string, value: unknown, path: string): void {
+  private binding(node: ElementNode, code: string, value: unknown, path: string, extension?: unknown): void {
     const binding = node.binding!
     if (binding.strength !== "required" && binding.strength !== "extensible") return
-    const problem = checkBinding(this.registry.membership(binding.valueSet), binding, code, value)
+    const problem = checkBinding(this.registry.membership(binding.valueSet), binding, code, value, extension)
     if (problem !== undefined) this.report(problem.severity, "code-invalid", path + problem.at, problem.diagnostics)
   }
 
@@ -552,17 +580,6 @@ export class Walk {
     // `#id` names a resource contained in the top resource that holds this one.
     const found = { expression: path, reference, targetTypes, contained: containedTypes(scope.rootResource) }
     this.references.push(this.bundleTargets === undefined ? found : { ...found, local: this.bundleTargets })
-  }
-
-  private coding(value: Record<string, unknown>, path: string): void {
-    const system = value["system"]
-    const code = value["code"]
-    if (typeof system !== "string" || typeof code !== "string") return
-    const version = value["version"]
-    const problem = codeInSystemProblem(this.registry.catalog, system, code, typeof version === "string" ? version : undefined)
-    // Outside a required binding (checked on its own) an unknown code is a warning: published data such as
-    // Synthea's carries a few, and R4 asks servers to hold such codes to bindings, not to every system.
-    if (problem !== undefined) this.report("warning", "code-invalid", `${path}.code`, problem)
   }
 
   private fixedAndPattern(node: ElementNode, value: unknown, path: string): void {
