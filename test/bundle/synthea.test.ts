@@ -10,11 +10,13 @@ import { Context, Effect, Layer } from "effect"
 import { type BackendKind, pgAvailable } from "../support/backends.ts"
 import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
 import { call, startServer, type TestServer } from "../support/server.ts"
-import { countByType, loadSynthea, referencesIn, skipSynthea, type SyntheaBundle } from "../support/synthea.ts"
+import { countByType, loadRefusedSynthea, loadSynthea, referencesIn, refusedSynthea, skipSynthea, type SyntheaBundle } from "../support/synthea.ts"
 
 class Server extends Context.Tag("test/SyntheaServer")<Server, TestServer>() {}
 
 const bundles: ReadonlyArray<SyntheaBundle> = skipSynthea ? [] : loadSynthea()
+/** The bundles refused for defects of the data, each a 422 that names them; nothing of them is stored. */
+const refused: ReadonlyArray<SyntheaBundle> = skipSynthea ? [] : loadRefusedSynthea()
 const expectedCounts = countByType(bundles)
 const entryCount = bundles.reduce((sum, { bundle }) => sum + bundle.entry.length, 0)
 
@@ -93,7 +95,12 @@ for (const backend of backendsUnderTest) {
       it.effect(`commits each of the ${bundles.length} bundles: 200, a transaction-response, a 201 Created with a location per entry`, () =>
         Effect.gen(function*() {
           const { base } = yield* Server
-          expect(bundles.length).toBe(55)
+          expect(bundles.length + refused.length).toBe(55)
+          for (const { file, text } of refused) {
+            const reply = yield* call("POST", base, { body: text })
+            expect([file, reply.status]).toEqual([file, 422])
+            for (const reason of refusedSynthea[file]!) expect(reply.text).toContain(reason)
+          }
           const before = new Map<string, number>()
           for (const type of expectedCounts.keys()) before.set(type, yield* historyTotal(base, type))
 

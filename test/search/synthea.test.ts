@@ -144,7 +144,8 @@ for (const backend of backendsUnderTest) {
       it.effect(`loads the ${bundles.length} bundles as transactions and records what each fullUrl became`, () =>
         Effect.gen(function*() {
           const { base } = yield* Server
-          expect(bundles.length).toBe(55)
+          // 55 bundles, one of them refused for defects of the data (test/support/synthea.ts).
+          expect(bundles.length).toBe(54)
           const byType = new Map<string, Array<Stored>>()
           for (const { file, bundle, text } of bundles) {
             const reply = yield* call("POST", base, { body: text })
@@ -165,7 +166,7 @@ for (const backend of backendsUnderTest) {
               byType.set(type, ofType)
             })
           }
-          expect(byType.get("Patient")?.length).toBe(55)
+          expect(byType.get("Patient")?.length).toBe(54)
           loaded = byType
         }), 900_000)
 
@@ -382,7 +383,7 @@ for (const backend of backendsUnderTest) {
           expect(up.map((p) => p["birthDate"])).toEqual(ascending)
           const down = yield* searchAll("Patient", "_sort=-birthdate", 20)
           expect(down.map((p) => p["birthDate"])).toEqual([...ascending].reverse())
-          expect(new Set(down.map((p) => p["id"])).size).toBe(55)
+          expect(new Set(down.map((p) => p["id"])).size).toBe(54)
 
           const code = `code=${encodeURIComponent(`${loinc}|${bodyHeight}`)}`
           const instants = all("Observation")

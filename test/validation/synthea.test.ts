@@ -9,7 +9,7 @@
  */
 import { expect } from "vitest"
 import { validateResource } from "../../src/validation/Validator.ts"
-import { loadSynthea, skipSynthea } from "../support/synthea.ts"
+import { loadRefusedSynthea, loadSynthea, skipSynthea } from "../support/synthea.ts"
 import { catalogTests, errors } from "./support.ts"
 
 const withCatalog = catalogTests()
@@ -31,7 +31,7 @@ withCatalog("every Synthea resource validates without error, but for the known d
   let known = 0
   const found: Array<string> = []
   const started = performance.now()
-  for (const { file, bundle } of loadSynthea()) {
+  for (const { file, bundle } of [...loadSynthea(), ...loadRefusedSynthea()]) {
     bundle.entry.forEach((entry, i) => {
       resources++
       for (const issue of errors(validateResource(entry.resource, c))) {
