@@ -8,6 +8,7 @@
 import { isObject } from "../catalog/json.ts"
 import { canonicalResourceRules, canonicalResourceTypes } from "./canonical.ts"
 import { checkBinding } from "./codes.ts"
+import { structureDefinitionConstraints } from "./constraints.ts"
 import { contextPath, contextProblem, type Owner } from "./contexts.ts"
 import type { Children, CompiledStructure, ElementNode, TypeChoice } from "./compile.ts"
 import type { Invariant, Scope } from "./invariants.ts"
@@ -231,6 +232,7 @@ export class Walk {
     }
     resourceRules(type)?.(value, at, this)
     if (canonicalResourceTypes.has(type)) canonicalResourceRules(value, at, this)
+    if (type === "StructureDefinition") structureDefinitionConstraints(value, at, this)
   }
 
   private profile(value: Record<string, unknown>, url: string, path: string, scope: Scope, depth: number, unknown: Severity): void {
