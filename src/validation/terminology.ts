@@ -117,6 +117,15 @@ const resolve = (reporter: Reporter, system: string, version: string | undefined
 }
 
 /** Every check of one Coding (a rule of the Coding type, rules.ts). */
+/**
+ * A code of a system whose content the server does not hold (SNOMED CT, LOINC, RxNorm...: `not-present`):
+ * checked for its form at most, which the warning says, as the reference validator says when it runs
+ * without a terminology server. A terminology service that holds such systems would judge it instead.
+ */
+const notHeld = (reporter: Reporter, path: string, system: string, code: string): void => {
+  reporter.report("warning", "not-supported", `${path}.code`, `The code '${code.slice(0, 80)}' could not be validated: this server does not hold the content of the code system '${system}'${system === snomed || system === loinc ? " (its form was checked)" : ""}`)
+}
+
 export const checkCoding = (coding: Json, path: string, reporter: Reporter): void => {
   const system = coding["system"]
   const code = coding["code"]
@@ -134,6 +143,7 @@ export const checkCoding = (coding: Json, path: string, reporter: Reporter): voi
     if (typeof code !== "string") return
     const problem = system === snomed ? snomedProblem(code) : loincProblem(code)
     if (problem !== undefined) reporter.report("error", "code-invalid", `${path}.code`, `Unknown code in ${system}: ${problem}`)
+    else notHeld(reporter, path, system, code)
     return
   }
   const version = typeof coding["version"] === "string" ? coding["version"] : undefined
@@ -141,6 +151,8 @@ export const checkCoding = (coding: Json, path: string, reporter: Reporter): voi
   if (codeSystem === undefined) {
     if (reporter.registry.catalog.valueSet(system) !== undefined) {
       reporter.report("error", "code-invalid", `${path}.system`, `The Coding references a value set, not a code system ('${system}')`)
+    } else if (typeof code === "string") {
+      reporter.report("warning", "not-found", `${path}.system`, `A definition for CodeSystem '${system}' could not be found, so the code cannot be validated`)
     }
     return
   }
@@ -153,7 +165,10 @@ export const checkCoding = (coding: Json, path: string, reporter: Reporter): voi
     return
   }
   if (typeof code !== "string") return
-  if (codeSystem.content !== "complete" && codeSystem.content !== "fragment") return
+  if (codeSystem.content !== "complete" && codeSystem.content !== "fragment") {
+    notHeld(reporter, path, system, code)
+    return
+  }
   const concept = codeSystem.concept(code)
   if (concept === undefined) {
     if (system === identifierTypes && nationalIdentifier.test(code)) return

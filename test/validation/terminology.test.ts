@@ -102,8 +102,13 @@ describe("codes of the systems the server holds", () => {
     expect(coded(c, category({ version: "4.0.1", code: "new-category" })).map((issue) => issue.severity)).toEqual(["error"])
   })
 
-  withCatalog("codes of systems the server does not hold are not judged", (c) => {
-    expect(problems(c, { resourceType: "Observation", status: "final", code: { coding: [{ system: "http://example.org/codes", code: "anything" }] } })).toEqual([])
+  withCatalog("codes of systems the server does not hold are not judged: a warning says they could not be validated", (c) => {
+    const unknownSystem = problems(c, { resourceType: "Observation", status: "final", code: { coding: [{ system: "http://example.org/codes", code: "anything" }] } })
+    expect(unknownSystem).toEqual([expect.objectContaining({ severity: "warning", code: "not-found", expression: "Observation.code.coding[0].system" })])
+    expect(unknownSystem[0]!.diagnostics).toContain("could not be found, so the code cannot be validated")
+    const notPresent = problems(c, { resourceType: "Observation", status: "final", code: { coding: [{ system: "http://loinc.org", code: "8310-5" }] } })
+    expect(notPresent).toEqual([expect.objectContaining({ severity: "warning", code: "not-supported", expression: "Observation.code.coding[0].code" })])
+    expect(notPresent[0]!.diagnostics).toContain("could not be validated: this server does not hold the content of the code system 'http://loinc.org' (its form was checked)")
   })
 
   withCatalog("a SNOMED CT code that is not a well-formed identifier or expression is an error", (c) => {
