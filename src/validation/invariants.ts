@@ -73,7 +73,7 @@ const localReferences = (value: unknown, out: Set<string>, depth: number): void 
 /**
  * dom-3: each contained resource is referred to from elsewhere in the resource (by a `#id` reference or
  * canonical), or refers to its container (`#`). Read natively: the FHIRPath form walks every descendant
- * once per contained resource. Any string `#id` counts as a reference to it.
+ * once per contained resource. Any string `#id` counts as a reference to it, and so does a narrative link.
  */
 const dom3: Native = (data) => {
   if (!isObject(data) || !Array.isArray(data["contained"])) return true

@@ -141,3 +141,16 @@ export const unresolvedFragments = (
     return !fragmentTargets(resource).has(id) && (bundle === undefined || !fragmentTargets(bundle).has(id))
   })
 }
+
+/** The contained resources whose id an earlier contained resource already has (https://hl7.org/fhir/R4/references.html#contained). */
+export const duplicateContainedIds = (contained: ReadonlyArray<unknown>): ReadonlyArray<{ readonly index: number; readonly id: string }> => {
+  const seen = new Set<string>()
+  const duplicates: Array<{ index: number; id: string }> = []
+  contained.forEach((item, index) => {
+    const id = typeof item === "object" && item !== null ? (item as Record<string, unknown>)["id"] : undefined
+    if (typeof id !== "string") return
+    if (seen.has(id)) duplicates.push({ index, id })
+    seen.add(id)
+  })
+  return duplicates
+}

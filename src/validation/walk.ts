@@ -13,7 +13,7 @@ import type { Invariant, Scope } from "./invariants.ts"
 import type { Issue, Severity } from "./Issue.ts"
 import { containedTypes, entryTargets, type FoundReference } from "./referencePolicy.ts"
 import { regexes } from "./primitives.ts"
-import { canonicalTargetProblem, checkReference, unresolvedFragments } from "./references.ts"
+import { canonicalTargetProblem, checkReference, duplicateContainedIds, unresolvedFragments } from "./references.ts"
 import type { Registry } from "./registry.ts"
 import { resourceRules, typeRules } from "./rules.ts"
 import { assignSlices, type SliceItem } from "./slicing.ts"
@@ -193,6 +193,12 @@ export class Walk {
     const id = value["id"]
     if (typeof id === "string" && !idPattern.test(id)) {
       this.report("error", "value", `${at}.id`, `Invalid resource id '${id.slice(0, 80)}': an id is 1 to 64 letters, digits, '-' and '.'`)
+    }
+    const contained = value["contained"]
+    if (Array.isArray(contained) && contained.length > 1) {
+      for (const { index, id } of duplicateContainedIds(contained)) {
+        this.report("error", "duplicate", `${at}.contained[${index}]`, `Duplicate id for a contained resource: ${id}`)
+      }
     }
     const outerTargets = this.bundleTargets
     if (type === "Bundle" || type === "Parameters") this.bundleTargets = entryTargets(value, outerTargets)

@@ -252,6 +252,10 @@ describe("documents and messages", () => {
     expect(errors(validateResource(document, c)).map((issue) => issue.diagnostics.slice(0, 26))).toEqual(["Constraint failed: bdl-11:"])
     const message = { resourceType: "Bundle", type: "message", entry: [{ fullUrl: "urn:uuid:p", resource: patient("p") }] }
     expect(errors(validateResource(message, c)).map((issue) => issue.diagnostics.slice(0, 26))).toEqual(["Constraint failed: bdl-12:"])
+    const empty = { ...document, entry: undefined }
+    expect(errors(validateResource(empty, c)).map((issue) => issue.diagnostics.slice(0, 26))).toEqual(["Constraint failed: bdl-11:"])
+    const noResource = { ...document, entry: [{ fullUrl: "urn:uuid:p" }] }
+    expect(at(errors(validateResource(noResource, c)), "The first entry of a document must have a resource")).toEqual(["Bundle.entry[0]"])
   })
 
   withCatalog("a message's focus resolves in the Bundle; an entry it does not reach is a warning", (c) => {
@@ -397,5 +401,23 @@ describe("contained resources and narrative links", () => {
       { fullUrl: "urn:uuid:b", resource: patient("b") }
     ])
     expect(problems(c, inBundle)).toEqual([])
+  })
+
+  withCatalog("two contained resources with the same id", (c) => {
+    const twice = { ...withDiv('<img src="#img" alt="x"/>'), contained: [binary, { ...binary }] }
+    const found = errors(validateResource(twice, c))
+    expect(found.map((issue) => [issue.code, issue.expression, issue.diagnostics])).toEqual([["duplicate", "Basic.contained[1]", "Duplicate id for a contained resource: img"]])
+  })
+
+  withCatalog("resource ids, resource types of contained resources, and resourceType's JSON type", (c) => {
+    const basic = (extra: Record<string, unknown>) => ({ resourceType: "Basic", text: narrative, code: { text: "x" }, ...extra })
+    const long = "a".repeat(65)
+    expect(errors(validateResource(basic({ id: long }), c)).map((issue) => issue.expression)).toEqual(["Basic.id"])
+    expect(errors(validateResource(basic({ id: "a_b" }), c)).map((issue) => issue.diagnostics)).toEqual(["Invalid resource id 'a_b': an id is 1 to 64 letters, digits, '-' and '.'"])
+    expect(errors(validateResource(basic({ id: "a-b.1" }), c))).toEqual([])
+    const unknown = errors(validateResource(basic({ contained: [{ resourceType: "Nonsense", id: "n" }], author: { reference: "#n" } }), c))
+    expect(unknown.map((issue) => [issue.expression, issue.diagnostics])).toContainEqual(["Basic.contained[0]", "Unknown resource type 'Nonsense'"])
+    const notText = errors(validateResource(basic({ contained: [{ resourceType: 5, id: "n" }], author: { reference: "#n" } }), c))
+    expect(notText.map((issue) => [issue.expression, issue.diagnostics])).toContainEqual(["Basic.contained[0]", "The resource has no resourceType"])
   })
 })
