@@ -2,7 +2,8 @@
  * `$validate` (https://hl7.org/fhir/R4/resource-operation-validate.html) at type and instance level:
  * `POST [base]/{type}/$validate` and `POST [base]/{type}/{id}/$validate`, the resource in the body or as
  * the `resource` parameter of a Parameters body, with `mode` (create, update, delete, profile) and
- * `profile` as parameters of the body or the URL. The answer is an OperationOutcome with every issue, and
+ * `profile` as parameters of the body or the URL. On `Parameters/$validate` a Parameters body may be either
+ * (`isOperationInput`). The answer is an OperationOutcome with every issue, and
  * 200 whether or not the resource is valid, as FHIR says. A write would check the same: the structure
  * definitions, the profiles named, and the references under `conformance.reference_policy`.
  */
@@ -30,13 +31,29 @@ interface Input {
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
-/** The operation's parameters from a Parameters body (if it is one) and the URL; the body wins. */
-const inputOf = (request: FhirRequest, body: Record<string, unknown> | undefined) =>
+const operationParameters = new Set(["resource", "mode", "profile"])
+
+/**
+ * Whether a Parameters body is the operation's input rather than the resource to validate. On any type but
+ * Parameters it is the input. On `Parameters/$validate` it is the input when it has parameters and each is
+ * named `resource`, `mode` or `profile`; any other Parameters is the resource to validate (a Parameters
+ * made only of such parameters is validated by sending it as the `resource` parameter).
+ */
+const isOperationInput = (type: string, body: Record<string, unknown>): boolean => {
+  if (body["resourceType"] !== "Parameters") return false
+  if (type !== "Parameters") return true
+  const parameters = body["parameter"]
+  return Array.isArray(parameters) && parameters.length > 0 &&
+    parameters.every((parameter) => isRecord(parameter) && typeof parameter["name"] === "string" && operationParameters.has(parameter["name"]))
+}
+
+/** The operation's parameters from a Parameters body (if it is the operation's input) and the URL; the body wins. */
+const inputOf = (request: FhirRequest, type: string, body: Record<string, unknown> | undefined) =>
   Effect.gen(function*() {
     let resource: Record<string, unknown> | undefined = body
     let mode = request.params.get("mode") ?? undefined
     let profile = request.params.get("profile") ?? undefined
-    if (body?.["resourceType"] === "Parameters") {
+    if (body !== undefined && isOperationInput(type, body)) {
       resource = undefined
       const parameters = Array.isArray(body["parameter"]) ? body["parameter"] : []
       for (const parameter of parameters) {
@@ -74,7 +91,7 @@ export const validateOperation = (request: FhirRequest, type: string, id: string
     const contentLength = Number(request.http.headers["content-length"] ?? "0")
     const hasBody = contentLength > 0 || request.http.headers["transfer-encoding"] !== undefined
     const body = hasBody ? yield* readResource(request.http, request.maxBodyBytes, request.catalog) : undefined
-    const input = yield* inputOf(request, body)
+    const input = yield* inputOf(request, type, body)
     const db = yield* Database
 
     if (input.mode === "delete") {

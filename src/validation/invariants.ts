@@ -18,6 +18,7 @@ import fhirpath from "fhirpath"
 import r4 from "fhirpath/fhir-context/r4"
 import type { ElementConstraint } from "../catalog/definitions.ts"
 import { comparePeriod } from "./dates.ts"
+import { narrativeFragments } from "./references.ts"
 import { javaRegex } from "./regex.ts"
 import { compileSimple, type SimpleInvariant, Undecided } from "./simplePath.ts"
 
@@ -51,7 +52,7 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 
 type Native = (data: unknown, scope: Scope) => boolean
 
-/** The strings starting with '#' anywhere in a value (local references and canonicals), the narrative aside. */
+/** The strings starting with '#' anywhere in a value (local references and canonicals), and the local links of narratives. */
 const localReferences = (value: unknown, out: Set<string>, depth: number): void => {
   if (depth > 128) return
   if (typeof value === "string") {
@@ -59,14 +60,20 @@ const localReferences = (value: unknown, out: Set<string>, depth: number): void 
   } else if (Array.isArray(value)) {
     for (const item of value) localReferences(item, out, depth + 1)
   } else if (isObject(value)) {
-    for (const key in value) if (key !== "div") localReferences(value[key], out, depth + 1)
+    for (const key in value) {
+      const child = value[key]
+      // A narrative's `href="#x"` and `src="#x"` refer to x as well.
+      if (key === "div") {
+        if (typeof child === "string") for (const { fragment } of narrativeFragments(child)) out.add(fragment)
+      } else localReferences(child, out, depth + 1)
+    }
   }
 }
 
 /**
  * dom-3: each contained resource is referred to from elsewhere in the resource (by a `#id` reference or
  * canonical), or refers to its container (`#`). Read natively: the FHIRPath form walks every descendant
- * once per contained resource. Any string `#id` counts as a reference to it.
+ * once per contained resource. Any string `#id` counts as a reference to it, and so does a narrative link.
  */
 const dom3: Native = (data) => {
   if (!isObject(data) || !Array.isArray(data["contained"])) return true

@@ -24,7 +24,7 @@ export interface FoundReference {
   readonly targetTypes: ReadonlyArray<string>
   /** The ids of the contained resources of the resource the reference sits in, by id, with their types. */
   readonly contained: ReadonlyMap<string, string>
-  /** Resources the reference may name without the server holding them: the entries of a Bundle it sits in, by fullUrl and `Type/id`. */
+  /** Resources the reference may name without the server holding them: the entries of a Bundle it sits in, by fullUrl and `Type/id`, and the resources of a Parameters it sits in, by `Type/id`. */
   readonly local?: ReadonlySet<string>
 }
 
@@ -132,18 +132,36 @@ export const referenceCheck = (policy: ReferencePolicy, base: string, catalog: C
   return { add, verify }
 }
 
-export /** The fullUrls and `Type/id` of a Bundle's entries, added to those of the Bundles around it. */
-const entryTargets = (bundle: Record<string, unknown>, outer: ReadonlySet<string> | undefined): ReadonlySet<string> => {
+/**
+ * The resources a reference inside a Bundle or Parameters may name without the server holding them, added to
+ * those of the Bundles and Parameters around it: the fullUrls and `Type/id` of a Bundle's entries, the
+ * `Type/id` of a Parameters' resources (in parameters and their parts).
+ */
+export const entryTargets = (container: Record<string, unknown>, outer: ReadonlySet<string> | undefined): ReadonlySet<string> => {
   const targets = new Set(outer)
-  const entries = bundle["entry"]
+  const addResource = (resource: unknown) => {
+    if (isObject(resource) && typeof resource["resourceType"] === "string" && typeof resource["id"] === "string") {
+      targets.add(`${resource["resourceType"]}/${resource["id"]}`)
+    }
+  }
+  if (container["resourceType"] === "Parameters") {
+    const parameters = (list: unknown, depth: number): void => {
+      if (!Array.isArray(list) || depth > 32) return
+      for (const parameter of list) {
+        if (!isObject(parameter)) continue
+        addResource(parameter["resource"])
+        parameters(parameter["part"], depth + 1)
+      }
+    }
+    parameters(container["parameter"], 0)
+    return targets
+  }
+  const entries = container["entry"]
   if (!Array.isArray(entries)) return targets
   for (const entry of entries) {
     if (!isObject(entry)) continue
     if (typeof entry["fullUrl"] === "string") targets.add(entry["fullUrl"])
-    const resource = entry["resource"]
-    if (isObject(resource) && typeof resource["resourceType"] === "string" && typeof resource["id"] === "string") {
-      targets.add(`${resource["resourceType"]}/${resource["id"]}`)
-    }
+    addResource(entry["resource"])
   }
   return targets
 }

@@ -1,9 +1,7 @@
 /**
  * Rules of particular types that the StructureDefinitions state in prose rather than as invariants:
  * - Attachment: `size` is the number of bytes in `data` (https://hl7.org/fhir/R4/datatypes.html#Attachment).
- * - Bundle: `fullUrl` is absolute; in a searchset, an `outcome` entry is an OperationOutcome and a `match` or
- *   `include` entry has an id (https://hl7.org/fhir/R4/bundle.html#searchset); a reference inside the Bundle
- *   that several entries answer is ambiguous (https://hl7.org/fhir/R4/bundle.html#references).
+ * - Bundle: links, fullUrls, references between entries, documents, messages and searchsets (bundle.ts).
  * - CodeSystem: a supplement has content `supplement`; property codes are unique; a concept that uses an
  *   undeclared property is a warning (https://hl7.org/fhir/R4/codesystem.html).
  * - ValueSet: a listed code exists in its system when the server holds the system completely; SNOMED CT
@@ -13,11 +11,13 @@
  * - Coding, and more of CodeSystem, ValueSet and ConceptMap: terminology.ts and terminologyResources.ts.
  */
 import { isObject, type Json } from "../catalog/json.ts"
+import { bundle } from "./bundle.ts"
 import { codeInSystemProblem, sctidProblem, snomed } from "./codes.ts"
 import { conformanceRules } from "./conformance.ts"
 import { measureRules } from "./measure.ts"
 import type { Severity } from "./Issue.ts"
 import { questionnaireResponseRule, questionnaireRule, type QuestionnaireLookup } from "./questionnaire.ts"
+import type { FoundReference } from "./referencePolicy.ts"
 import type { Registry } from "./registry.ts"
 import { duplicateSecurityLabels } from "./security.ts"
 import { identifierProblems } from "./uris.ts"
@@ -31,6 +31,8 @@ export interface Reporter {
   readonly questionnaires?: QuestionnaireLookup | undefined
   /** The Bundle resource being walked that holds the current resource, if any. */
   readonly bundle?: Json | undefined
+  /** The references met so far in the walk (those inside a resource are there when its rule runs). */
+  readonly references: ReadonlyArray<FoundReference>
 }
 
 type Rule = (value: Json, path: string, reporter: Reporter) => void
@@ -52,68 +54,6 @@ const attachment: Rule = (value, path, reporter) => {
   if (actual !== size) {
     reporter.report("error", "value", `${path}.size`, `The stated size ${size} does not match the size of the data (${actual} bytes)`)
   }
-}
-
-const absolute = /^[A-Za-z][A-Za-z0-9+.-]*:/
-
-/** Every `reference` string inside a value, with its path. */
-const references = (value: unknown, path: string, out: Array<{ reference: string; path: string }>, depth = 0): void => {
-  if (depth > 64) return
-  if (Array.isArray(value)) value.forEach((item, i) => references(item, `${path}[${i}]`, out, depth + 1))
-  else if (isObject(value)) {
-    for (const key in value) {
-      const child = value[key]
-      if (key === "reference" && typeof child === "string") out.push({ reference: child, path })
-      else if (typeof child === "object" && child !== null) references(child, `${path}.${key}`, out, depth + 1)
-    }
-  }
-}
-
-/** The base of a fullUrl `http://server/fhir/Patient/1`: `http://server/fhir/`. */
-const serverBase = (fullUrl: string): string | undefined => {
-  const match = /^(.*\/)[A-Z][A-Za-z]+\/[A-Za-z0-9\-.]{1,64}$/.exec(fullUrl)
-  return match?.[1]
-}
-
-const bundle: Rule = (value, path, reporter) => {
-  const type = value["type"]
-  const entries = list(value["entry"])
-  const byFullUrl = new Map<string, number>()
-  entries.forEach((entry, i) => {
-    if (!isObject(entry)) return
-    const at = `${path}.entry[${i}]`
-    const fullUrl = entry["fullUrl"]
-    if (typeof fullUrl === "string") {
-      if (!absolute.test(fullUrl)) reporter.report("error", "value", `${at}.fullUrl`, `The fullUrl must be an absolute URL (not '${fullUrl}')`)
-      else byFullUrl.set(fullUrl, (byFullUrl.get(fullUrl) ?? 0) + 1)
-    }
-    const search = entry["search"]
-    const resource = entry["resource"]
-    if (type !== "searchset" || !isObject(search) || !isObject(resource)) return
-    const mode = search["mode"]
-    if (mode === "outcome" && resource["resourceType"] !== "OperationOutcome") {
-      reporter.report("error", "invalid", `${at}.resource`, `An entry with search mode 'outcome' is an OperationOutcome, not a ${String(resource["resourceType"])}`)
-    }
-    if ((mode === "match" || mode === "include") && typeof resource["id"] !== "string") {
-      reporter.report("error", "required", `${at}.resource`, "Search results must have ids")
-    }
-  })
-  if (type === "history") return
-  // A relative reference resolves against the fullUrl of the entry that holds it.
-  entries.forEach((entry, i) => {
-    if (!isObject(entry) || !isObject(entry["resource"])) return
-    const fullUrl = typeof entry["fullUrl"] === "string" ? entry["fullUrl"] : undefined
-    const found: Array<{ reference: string; path: string }> = []
-    references(entry["resource"], `${path}.entry[${i}].resource`, found)
-    for (const { reference, path: at } of found) {
-      if (reference.startsWith("#") || reference.includes("/_history/")) continue
-      const base = fullUrl === undefined ? undefined : serverBase(fullUrl)
-      const target = absolute.test(reference) ? reference : base === undefined ? undefined : base + reference
-      if (target !== undefined && (byFullUrl.get(target) ?? 0) > 1) {
-        reporter.report("error", "invalid", at, `Multiple matches in the Bundle for the reference ${reference}`)
-      }
-    }
-  })
 }
 
 const codeSystem: Rule = (value, path, reporter) => {

@@ -16,6 +16,7 @@ import type { Issue, Severity } from "./Issue.ts"
 import { containedTypes, entryTargets, type FoundReference } from "./referencePolicy.ts"
 import { checkValue, isResourceId, regexes } from "./primitives.ts"
 import type { QuestionnaireLookup } from "./questionnaire.ts"
+import { canonicalTargetProblem, checkReference, duplicateContainedIds, unresolvedFragments } from "./references.ts"
 import type { Registry } from "./registry.ts"
 import { resourceRules, typeRules } from "./rules.ts"
 import { assignSlices, type SliceItem } from "./slicing.ts"
@@ -77,12 +78,14 @@ export class Walk {
   readonly issues: Array<Issue> = []
   /** Every `Reference.reference` met, for the reference policy (referencePolicy.ts). */
   readonly references: Array<FoundReference> = []
-  /** While inside a Bundle resource: the fullUrls and `Type/id` of its entries, which its references may name. */
+  /** While inside a Bundle or Parameters resource: the fullUrls and `Type/id` of its resources, which its references may name. */
   private bundleTargets: ReadonlySet<string> | undefined
   /** While inside a Bundle resource: that Bundle (where a QuestionnaireResponse may find its Questionnaire). */
   bundle: Record<string, unknown> | undefined
   /** Questionnaires the caller can supply by canonical url (ValidateOptions.questionnaire). */
   questionnaires: QuestionnaireLookup | undefined
+  /** The outermost Bundle being walked: a narrative's `#x` may point anywhere in it. */
+  private outermostBundle: Record<string, unknown> | undefined
   private readonly seen = new Set<string>()
   private readonly deferred: Array<Deferred> = []
   private owner: Owner | undefined
@@ -207,13 +210,20 @@ export class Walk {
     if (typeof id === "string" && !idPattern.test(id)) {
       this.report("error", "value", `${at}.id`, `Invalid resource id '${id.slice(0, 80)}': an id is 1 to 64 letters, digits, '-' and '.'`)
     }
+    const contained = value["contained"]
+    if (Array.isArray(contained) && contained.length > 1) {
+      for (const { index, id } of duplicateContainedIds(contained)) {
+        this.report("error", "duplicate", `${at}.contained[${index}]`, `Duplicate id for a contained resource: ${id}`)
+      }
+    }
     const outerTargets = this.bundleTargets
     const outerIds = this.elementIds
     this.elementIds = undefined
     const outerBundle = this.bundle
+    if (type === "Bundle" || type === "Parameters") this.bundleTargets = entryTargets(value, outerTargets)
     if (type === "Bundle") {
-      this.bundleTargets = entryTargets(value, outerTargets)
       this.bundle = value
+      this.outermostBundle ??= value
     }
     // A TooManyIssues throw ends the whole walk: nothing to restore then.
     this.against(value, structure, at, scope, depth)
@@ -469,7 +479,16 @@ export class Walk {
       if (problem !== undefined) this.report("error", "value", path, problem)
       else if (code === "xhtml" && typeof value === "string") {
         for (const problem of checkXhtml(value)) this.report("error", "value", path, problem)
-      } else checkValue(this, code, value, path, node.path, node.definition.json, scope.resource !== scope.rootResource, this.owner?.url)
+        // A warning: R4's own v3 code systems link to dozens of anchors their narratives do not have.
+        if (isObject(scope.rootResource)) {
+          for (const { fragment, image } of unresolvedFragments(value, scope.rootResource, this.outermostBundle)) {
+            this.report("warning", "invalid", path, `The narrative's ${image ? "image" : "link"} '${fragment}' points at nothing: no element, contained resource or anchor has the id '${fragment.slice(1)}'`)
+          }
+        }
+      } else {
+        if (code === "canonical" && typeof value === "string" && type.targetProfiles.length > 0) this.canonical(type, value, path)
+        checkValue(this, code, value, path, node.path, node.definition.json, scope.resource !== scope.rootResource, this.owner?.url)
+      }
     }
     if (extension !== undefined && extension !== null) {
       if (!isObject(extension)) {
@@ -526,7 +545,7 @@ export class Walk {
     }
     if (!meaningful) this.report("error", "invariant", path, "Constraint failed: ele-1: 'All FHIR elements must have a @value or children'")
     if (node.binding !== undefined && boundTypes.has(type.code)) this.binding(node, type.code, value, path)
-    if (type.code === "Reference" && typeof value["reference"] === "string") this.reference(type, value["reference"], path, scope)
+    if (type.code === "Reference") this.reference(type, value, path, scope)
     typeRules(type.code)?.(value, path, this)
     this.fixedAndPattern(node, value, path)
     const own = this.registry.invariants(node, node.path)
@@ -577,11 +596,21 @@ export class Walk {
     if (problem !== undefined) this.report(problem.severity, "code-invalid", path + problem.at, problem.diagnostics)
   }
 
-  private reference(type: TypeChoice, reference: string, path: string, scope: Scope): void {
+  private reference(type: TypeChoice, value: Record<string, unknown>, path: string, scope: Scope): void {
     const targetTypes = type.targetProfiles.map((url) => this.registry.structure(url)?.type ?? url.slice(url.lastIndexOf("/") + 1))
+    checkReference(value, targetTypes, path, this.registry.catalog.isResourceType, (s, c, e, d) => this.report(s, c, e, d))
+    const reference = value["reference"]
+    if (typeof reference !== "string") return
     // `#id` names a resource contained in the top resource that holds this one.
     const found = { expression: path, reference, targetTypes, contained: containedTypes(scope.rootResource) }
     this.references.push(this.bundleTargets === undefined ? found : { ...found, local: this.bundleTargets })
+  }
+
+  /** A canonical naming a conformance resource the server holds: of a type its element allows. */
+  private canonical(type: TypeChoice, url: string, path: string): void {
+    const targetTypes = type.targetProfiles.map((profile) => this.registry.structure(profile)?.type ?? profile.slice(profile.lastIndexOf("/") + 1))
+    const problem = canonicalTargetProblem(this.registry.catalog, url, targetTypes)
+    if (problem !== undefined) this.report(problem.severity, "invalid", path, problem.diagnostics)
   }
 
   private fixedAndPattern(node: ElementNode, value: unknown, path: string): void {

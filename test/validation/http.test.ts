@@ -165,6 +165,34 @@ for (const server of servers) {
           expect((yield* call("POST", `${base}/Patient/$validate?mode=sideways`, { body: { resourceType: "Patient" } })).status).toBe(400)
           expect((yield* call("POST", `${base}/Patient/$validate`, { body: "{not json", headers: { "content-type": "application/fhir+json" } })).status).toBe(400)
         }))
+
+      it.effect("$validate on Parameters: a body of other parameters than resource, mode and profile is the resource validated", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const patient = { name: "member", resource: { resourceType: "Patient", id: "member-1", gender: "female" } }
+          const coverage = (beneficiary: string) => ({
+            name: "coverage",
+            resource: { resourceType: "Coverage", id: "c1", status: "active", beneficiary: { reference: beneficiary }, payor: [{ display: "Payer" }] }
+          })
+          // The resources of the Parameters count as present for its references, under either policy.
+          const own = yield* call("POST", `${base}/Parameters/$validate`, { body: { resourceType: "Parameters", parameter: [patient, coverage("Patient/member-1")] } })
+          expect(own.status).toBe(200)
+          expect(own.json.issue.filter((issue: any) => issue.severity === "error")).toEqual([])
+          const elsewhere = yield* call("POST", `${base}/Parameters/$validate`, { body: { resourceType: "Parameters", parameter: [patient, coverage("Patient/member-2")] } })
+          const unresolved = elsewhere.json.issue.filter((issue: any) => issue.severity === "error")
+          expect(unresolved.map((issue: any) => issue.expression?.[0])).toEqual(server.policy === "strict" ? ["Parameters.parameter[1].resource.beneficiary"] : [])
+          // Its content is checked as a Parameters' content.
+          const bad = yield* call("POST", `${base}/Parameters/$validate`, { body: { resourceType: "Parameters", parameter: [{ name: "x", valueDate: "2020-02-30" }] } })
+          expect(bad.status).toBe(200)
+          expect(bad.json.issue[0]).toMatchObject({ severity: "error", expression: ["Parameters.parameter[0].value.ofType(date)"] })
+          // Made only of the operation's parameters, it is the operation's input.
+          const input = yield* call("POST", `${base}/Parameters/$validate`, {
+            body: { resourceType: "Parameters", parameter: [{ name: "resource", resource: { resourceType: "Parameters", parameter: [{ name: "x", valueDate: "2020-02-30" }] } }, { name: "mode", valueCode: "create" }] }
+          })
+          expect(input.json.issue[0]).toMatchObject({ severity: "error", expression: ["Parameters.parameter[0].value.ofType(date)"] })
+          const wrapped = yield* call("POST", `${base}/Parameters/$validate`, { body: { resourceType: "Parameters", parameter: [{ name: "resource", resource: { resourceType: "Patient" } }] } })
+          expect(wrapped.status).toBe(400)
+        }))
     })
   })
 }
