@@ -16,10 +16,12 @@ export { isValid } from "./Issue.ts"
 export interface ValidateOptions {
   /** Profiles to check the resource against besides its meta.profile; an unknown one is an error. */
   readonly profiles?: ReadonlyArray<string>
+  /** Extension urls accepted without a definition: url prefixes (`validation.allowed_extension_domains`). */
+  readonly allowedExtensionDomains?: ReadonlyArray<string>
 }
 
 export const validateResource = (resource: unknown, catalog: Catalog, options?: ValidateOptions): ReadonlyArray<Issue> => {
-  const walk = new Walk(registryFor(catalog))
+  const walk = new Walk(registryFor(catalog), options)
   try {
     walk.run(resource, "", options?.profiles ?? [])
     return walk.issues
@@ -45,8 +47,8 @@ export interface WriteValidation {
   readonly references: ReadonlyArray<FoundReference>
 }
 
-export const validateForWrite = (resource: unknown, catalog: Catalog): WriteValidation => {
-  const steps = validateForWriteSteps(resource, catalog)
+export const validateForWrite = (resource: unknown, catalog: Catalog, options?: ValidateOptions): WriteValidation => {
+  const steps = validateForWriteSteps(resource, catalog, options)
   for (;;) {
     const step = steps.next()
     if (step.done) return step.value
@@ -57,10 +59,10 @@ export const validateForWrite = (resource: unknown, catalog: Catalog): WriteVali
  * `validateForWrite` in steps, each yielding the units of work it did (Walk.steps), for a caller that lets
  * other requests in between (src/rest/commands.ts); the same issues and references.
  */
-export function* validateForWriteSteps(resource: unknown, catalog: Catalog): Generator<number, WriteValidation, undefined> {
-  const walk = new Walk(registryFor(catalog))
+export function* validateForWriteSteps(resource: unknown, catalog: Catalog, options?: ValidateOptions): Generator<number, WriteValidation, undefined> {
+  const walk = new Walk(registryFor(catalog), options)
   try {
-    yield* walk.steps(resource, "", [])
+    yield* walk.steps(resource, "", options?.profiles ?? [])
     return { issues: walk.issues, references: walk.references }
   } catch (error) {
     return {

@@ -7,7 +7,8 @@
  */
 import { isObject } from "../catalog/json.ts"
 import { checkBinding, codeInSystemProblem } from "./codes.ts"
-import { contextPath, contextProblem, type Owner } from "./contexts.ts"
+import { contextPath, type Owner } from "./contexts.ts"
+import { checkExtension, extensionDefinition } from "./extensions.ts"
 import type { Children, CompiledStructure, ElementNode, TypeChoice } from "./compile.ts"
 import type { Invariant, Scope } from "./invariants.ts"
 import type { Issue, Severity } from "./Issue.ts"
@@ -73,13 +74,20 @@ export class Walk {
   private readonly seen = new Set<string>()
   private readonly deferred: Array<Deferred> = []
   private owner: Owner | undefined
+  /** The object `owner` describes: what fhirpath extension contexts are evaluated against. */
+  private ownerValue: Record<string, unknown> | undefined
   private elements = 0
   private errors = 0
   private others = 0
   private tooDeep = false
   private root = ""
 
-  constructor(readonly registry: Registry) {}
+  /** Extension urls accepted without a definition (`validation.allowed_extension_domains`). */
+  readonly allowedExtensionDomains: ReadonlyArray<string>
+
+  constructor(readonly registry: Registry, options?: { readonly allowedExtensionDomains?: ReadonlyArray<string> | undefined }) {
+    this.allowedExtensionDomains = options?.allowedExtensionDomains ?? []
+  }
 
   report(severity: Severity, code: string, expression: string, diagnostics: string): void {
     const key = `${severity}|${code}|${expression}|${diagnostics}`
@@ -232,11 +240,14 @@ export class Walk {
       return
     }
     const outer = this.owner
+    const outerValue = this.ownerValue
     this.owner = owner
+    this.ownerValue = value
     try {
       this.members(value, children, path, scope, depth, resource)
     } finally {
       this.owner = outer
+      this.ownerValue = outerValue
     }
   }
 
@@ -344,7 +355,7 @@ export class Walk {
   private conforms(value: unknown, url: string, scope: Scope): boolean {
     const structure = this.registry.structure(url)
     if (structure === undefined) return false
-    const probe = new Walk(this.registry)
+    const probe = new Walk(this.registry, this)
     try {
       if (structure.kind === "resource") probe.resource(value, "", scope, 0, undefined, [url])
       else if (isObject(value)) probe.object(value, structure.root.children, "", scope, 0, false, { type: structure.type, path: structure.type })
@@ -391,7 +402,7 @@ export class Walk {
       if (!isObject(extension)) {
         this.report("error", "structure", path, `The extensions of a primitive are a JSON object, not ${describe(extension)}`)
       } else {
-        this.object(extension, this.registry.primitiveParts(code), path, scope, depth + 1, false, { type: code, path: contextPath(node) })
+        this.object(extension, this.registry.primitiveParts(code), path, scope, depth + 1, false, { type: code, path: contextPath(node), url: this.extensionUrl(node) })
         if (!hasValue && !Array.isArray(extension["extension"])) {
           this.report("error", "invariant", path, "Constraint failed: ele-1: 'All FHIR elements must have a @value or children'")
         }
@@ -412,7 +423,7 @@ export class Walk {
     let typeRoot: ElementNode | undefined
     let base = type.code
     if (children.list.length === 0) {
-      const resolved = this.typeDefinition(type, value, path)
+      const resolved = this.typeDefinition(node, type, value, path, scope)
       if (resolved === undefined) return
       typeRoot = resolved.root
       base = resolved.type
@@ -420,7 +431,7 @@ export class Walk {
     } else if (type.code !== "BackboneElement" && type.code !== "Element") {
       typeRoot = this.registry.forType(type.code)?.root
     }
-    const url = type.code === "Extension" && typeof value["url"] === "string" ? value["url"] : undefined
+    const url = type.code === "Extension" ? (typeof value["url"] === "string" ? value["url"] : undefined) : this.extensionUrl(node)
     this.object(value, children, path, scope, depth, false, { type: base, path: contextPath(node), url })
     let meaningful = false
     for (const key in value) {
@@ -443,37 +454,28 @@ export class Walk {
     }
   }
 
-  /** The definition a complex value is checked against: its type's profile, its extension's definition, or its type. */
-  private typeDefinition(type: TypeChoice, value: Record<string, unknown>, path: string): CompiledStructure | undefined {
+  /** For the value of an extension, the extension's url (what an `extension` context names). */
+  private extensionUrl(node: ElementNode): string | undefined {
+    return node.name === "value" && this.owner?.type === "Extension" ? this.owner.url : undefined
+  }
+
+  /** The definition a complex value is checked against: its type's profile, its extension's definition (extensions.ts), or its type. */
+  private typeDefinition(node: ElementNode, type: TypeChoice, value: Record<string, unknown>, path: string, scope: Scope): CompiledStructure | undefined {
+    const site = type.code === "Extension" ? { owner: this.owner, ownerValue: this.ownerValue, scope } : undefined
     for (const profile of type.profiles) {
       const structure = this.registry.structure(profile)
       if (structure !== undefined) {
-        if (structure.type === "Extension") this.context(structure, path)
+        if (structure.type === "Extension" && site !== undefined) checkExtension(this, structure, value, path, node, site)
         return structure
       }
     }
-    if (type.code === "Extension") {
-      const url = value["url"]
-      // A relative url names a part of a complex extension, which its parent's definition describes.
-      if (typeof url === "string" && url.includes(":")) {
-        const structure = this.registry.structure(url)
-        if (structure !== undefined && structure.type === "Extension") {
-          this.context(structure, path)
-          return structure
-        }
-        if (structure === undefined) this.report("warning", "extension", path, `Unknown extension ${url}: it was not checked`)
-        else this.report("error", "extension", path, `${url} is a ${structure.type} definition, not an extension`)
-      }
+    if (site !== undefined) {
+      const structure = extensionDefinition(this, value, path, node, site, this.allowedExtensionDomains)
+      if (structure !== undefined) return structure
     }
     const structure = this.registry.forType(type.code)
     if (structure === undefined) this.report("information", "not-supported", path, `The type ${type.code} is not known here: the value was not checked`)
     return structure
-  }
-
-  /** A warning: R4 itself uses its own extensions outside their stated contexts thousands of times. */
-  private context(structure: CompiledStructure, path: string): void {
-    const problem = this.owner === undefined ? undefined : contextProblem(this.registry, structure, this.owner)
-    if (problem !== undefined) this.report("warning", "extension", path, problem)
   }
 
   private binding(node: ElementNode, code: string, value: unknown, path: string): void {
