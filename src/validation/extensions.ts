@@ -249,6 +249,10 @@ const definitionStatus = (registry: Registry, structure: CompiledStructure): str
   return status ?? undefined
 }
 
+/** A primitive with a fixed value takes no extensions: the fixed value (a primitive) has none. */
+export const fixedWithExtensions = (node: ElementNode): string =>
+  `${node.path} has a fixed value, and the fixed value has no extensions: none are allowed here`
+
 /** `Patient.active.extension[0]` is used on `Patient.active`. */
 const containerPath = (path: string): string => {
   const dot = path.lastIndexOf(".")

@@ -8,7 +8,7 @@
 import { isObject } from "../catalog/json.ts"
 import { checkBinding, codeInSystemProblem } from "./codes.ts"
 import { contextPath, type Owner } from "./contexts.ts"
-import { checkExtension, extensionDefinition } from "./extensions.ts"
+import { checkExtension, extensionDefinition, fixedWithExtensions } from "./extensions.ts"
 import type { Children, CompiledStructure, ElementNode, TypeChoice } from "./compile.ts"
 import type { Invariant, Scope } from "./invariants.ts"
 import type { Issue, Severity } from "./Issue.ts"
@@ -412,6 +412,9 @@ export class Walk {
     }
     if (node.binding !== undefined && boundTypes.has(code)) this.binding(node, code, hasValue ? value : undefined, path)
     if (hasValue) this.fixedAndPattern(node, value, path)
+    if (node.fixed !== undefined && isObject(extension) && Array.isArray(extension["extension"])) {
+      this.report("error", "value", path, fixedWithExtensions(node))
+    }
   }
 
   private complex(node: ElementNode, type: TypeChoice, value: unknown, path: string, scope: Scope, depth: number): void {
