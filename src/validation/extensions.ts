@@ -277,13 +277,20 @@ interface Context {
   readonly expression: string
 }
 
-/** StructureDefinition.context as written. */
+/** StructureDefinition.context, as the reference validator reads it (`adjusted`), once per definition (the catalog's JSON of it). */
+const contextsRead = new WeakMap<object, ReadonlyArray<Context>>()
 const rawContexts = (sd: Record<string, unknown>): ReadonlyArray<Context> => {
-  const list = Array.isArray(sd["context"]) ? sd["context"] : []
-  return list.flatMap((context) => {
-    if (!isObject(context) || typeof context["type"] !== "string" || typeof context["expression"] !== "string") return []
-    return [{ type: context["type"], expression: context["expression"] }]
-  })
+  let contexts = contextsRead.get(sd)
+  if (contexts === undefined) {
+    const list = Array.isArray(sd["context"]) ? sd["context"] : []
+    const stated = list.flatMap((context) => {
+      if (!isObject(context) || typeof context["type"] !== "string" || typeof context["expression"] !== "string") return []
+      return [{ type: context["type"], expression: context["expression"] }]
+    })
+    contexts = typeof sd["url"] === "string" ? adjusted(sd["url"], stated) : stated
+    contextsRead.set(sd, contexts)
+  }
+  return contexts
 }
 
 /**
@@ -344,12 +351,11 @@ const elementMatches = (registry: Registry, expression: string, owner: Owner): b
 export const contextProblem = (
   registry: Registry,
   url: string,
-  stated: ReadonlyArray<Context>,
+  contexts: ReadonlyArray<Context>,
   owner: Owner,
   modifier = false,
   fhirpathMatches: (expression: string) => boolean = () => true
 ): string | undefined => {
-  const contexts = adjusted(url, stated)
   if (contexts.length === 0) return undefined
   if (anyExtensionPaths.has(withoutChoice(owner.path))) return undefined
   for (const { type, expression } of contexts) {
