@@ -22,7 +22,10 @@ export const defects: Readonly<Record<string, string>> = {
   "StructureDefinition-FiveWs.json": "logical model, not abstract, without baseDefinition (sdf-4)",
   "StructureDefinition-Request.json": "logical model, not abstract, without baseDefinition (sdf-4)",
   "SearchParameter-questionnaireresponse-extensions-QuestionnaireResponse-item-subject.json": "an id longer than 64 characters",
-  "Observation-example-genetics-brcapat.json": "uses the US Core ethnicity extension, which R4 does not define (the reference validator: the extension could not be found)"
+  "Observation-example-genetics-brcapat.json": "uses the US Core ethnicity extension, which R4 does not define (the reference validator: the extension could not be found)",
+  "Bundle-hla-1.json": "a glstring sub-extension 'uri' where the definition has 'url' (the reference validator: sub-extension url not defined)",
+  "Bundle-valueset-expansions.json": "translation extensions on ValueSet.expansion.contains, whose contexts are string, code and markdown (the reference validator: not allowed here)",
+  "CodeSystem-dicom-dcim.json": "valueset-concept-comments on CodeSystem.concept, whose context is ValueSet.compose.include.concept (the reference validator: not allowed here)"
 }
 
 /** The ten extension search parameters of CodeSystem and ValueSet that R4 published without a base. */
