@@ -24,6 +24,7 @@ import { chainPaths, countOf, everythingPaths, familyPaths, hasPaths, includePat
 import { startChild } from "../bench/children.ts"
 import { formatSummary, summarize } from "./cpuprofile.ts"
 import { type Backend, npmRegistry, realPackageCache, root } from "../bench/servers.ts"
+import { syntheaExtensionDomains } from "../../test/support/syntheaExtensions.ts"
 
 const { values: flags } = parseArgs({
   options: {
@@ -90,7 +91,12 @@ const main = async () => {
     args: [...(flags["cpu-prof"] ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), bundle, "--config", config,
       ...(backend.kind === "sqlite" ? ["--sqlite", backend.file] : ["--postgres", backend.url]), "--bind", "127.0.0.1:0"],
     cwd: root,
-    env: { ...withoutSvcVariables(), SVC_CONFORMANCE_PACKAGE_REGISTRY: registry.registry, SVC_CONFORMANCE_PACKAGE_CACHE: realPackageCache },
+    env: {
+      ...withoutSvcVariables(),
+      SVC_CONFORMANCE_PACKAGE_REGISTRY: registry.registry,
+      SVC_CONFORMANCE_PACKAGE_CACHE: realPackageCache,
+      SVC_VALIDATION_ALLOWED_EXTENSION_DOMAINS: syntheaExtensionDomains.join(",")
+    },
     logDir: dir,
     readyPath: "/readyz",
     timeoutMs: 300_000

@@ -104,6 +104,7 @@ export const start = (config: AppConfig) =>
         publicUrl: config.server.public_url,
         updateAsCreate: config.conformance.update_as_create,
         referencePolicy: config.conformance.reference_policy,
+        allowedExtensionDomains: config.validation.allowed_extension_domains,
         maxIndexRows: config.server.max_index_rows,
         maxPatchOperations: config.server.max_patch_operations
       })

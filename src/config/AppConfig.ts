@@ -74,6 +74,11 @@ export const ConformanceSection = Schema.Struct({
   packages: def(strings, [])
 })
 
+export const ValidationSection = Schema.Struct({
+  // Extension urls starting with one of these are accepted without their definition (docs/validation.md).
+  allowed_extension_domains: def(strings, [])
+})
+
 export const FhirUserLookup = Schema.Struct({
   resource_type: def(text, "Practitioner"),
   claim: def(text, "sub"),
@@ -193,6 +198,7 @@ export const AppConfig = Schema.Struct({
   database: section(DatabaseSection),
   cluster: section(ClusterSection),
   conformance: section(ConformanceSection),
+  validation: section(ValidationSection),
   smart: section(SmartSection),
   export: section(ExportSection),
   terminology: section(TerminologySection),

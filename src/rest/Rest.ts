@@ -9,6 +9,8 @@ export class RestSettings extends Context.Tag("svc/rest/RestSettings")<RestSetti
   readonly updateAsCreate: boolean
   /** `conformance.reference_policy`. */
   readonly referencePolicy: ReferencePolicy
+  /** `validation.allowed_extension_domains`: extension urls accepted without their definition. */
+  readonly allowedExtensionDomains: ReadonlyArray<string>
   /** `server.max_index_rows`: search index rows of one resource written (413 beyond). */
   readonly maxIndexRows: number
   /** `server.max_patch_operations`: operations of one JSON Patch or FHIRPath Patch (413 beyond). */

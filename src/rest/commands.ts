@@ -14,7 +14,7 @@ import type { CommitContext } from "../store/Writer.ts"
 import { WriteBatch } from "../store/WriteBatch.ts"
 import { bodyMatches, knownType, validId } from "./checks.ts"
 import { fail, type FhirError, invalidResource } from "./FhirError.ts"
-import { isValid, validateForWriteSteps } from "../validation/Validator.ts"
+import { isValid, type ValidateOptions, validateForWriteSteps } from "../validation/Validator.ts"
 import type { ReferenceCheck } from "../validation/referencePolicy.ts"
 import type { PatchProblem } from "./patch/PatchProblem.ts"
 import { extractIndexPaced } from "../search/extract/extractIndex.ts"
@@ -41,6 +41,8 @@ export interface CommandEnv {
   readonly limits?: WriteLimits
   /** Counts the command's work and lets other requests in between pieces of it (see EventLoop.ts). */
   readonly pacer: Pacer
+  /** What validation is told besides the catalog (`validation.allowed_extension_domains`). */
+  readonly validation?: ValidateOptions
 }
 
 export interface WriteLimits {
@@ -98,7 +100,7 @@ const validated = (env: CommandEnv, type: string, id: string, resource: Record<s
   Effect.suspend(() => {
     const tooLarge = bundleEntries(env, type, resource)
     if (tooLarge) return Effect.fail(tooLarge)
-    return Effect.flatMap(paced(env.pacer, validateForWriteSteps({ ...resource, id }, env.catalog)), (validation) => {
+    return Effect.flatMap(paced(env.pacer, validateForWriteSteps({ ...resource, id }, env.catalog, env.validation)), (validation) => {
       if (!isValid(validation.issues)) return invalidResource(`${type}/${id}`, validation.issues)
       env.references.add(`${type}/${id}`, validation.references)
       return Effect.as(env.pacer.step(validationUnits), validation)

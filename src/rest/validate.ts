@@ -115,11 +115,12 @@ export const validateOperation = (request: FhirRequest, type: string, id: string
     }
 
     const profiles = input.profile === undefined ? [] : [input.profile]
-    const validation = validateForWrite(resource, request.catalog)
-    const issues = profiles.length === 0 ? [...validation.issues] : [...validateResource(resource, request.catalog, { profiles })]
+    const settings = yield* RestSettings
+    const options = { allowedExtensionDomains: settings.allowedExtensionDomains }
+    const validation = validateForWrite(resource, request.catalog, options)
+    const issues = profiles.length === 0 ? [...validation.issues] : [...validateResource(resource, request.catalog, { ...options, profiles })]
     // The references are checked as a write would check them, once the resource itself is valid.
     if (isValid(issues) && input.mode !== "profile") {
-      const settings = yield* RestSettings
       const check = referenceCheck(settings.referencePolicy, request.base, request.catalog)
       check.add(id === undefined ? type : `${type}/${id}`, validation.references)
       issues.push(...(yield* db.withReader((sql) => check.verify(sql))))

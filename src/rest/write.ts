@@ -36,6 +36,7 @@ export const inTransaction = <A, E, R>(request: FhirRequest, command: (env: Comm
           commit,
           base: request.base,
           references,
+          validation: { allowedExtensionDomains: settings.allowedExtensionDomains },
           maxPageBytes: request.maxPageBytes,
           limits: { maxIndexRows: settings.maxIndexRows, maxBundleEntries: request.maxBundleEntries, maxPatchOperations: settings.maxPatchOperations }
         }

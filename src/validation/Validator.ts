@@ -25,6 +25,13 @@ export interface ValidateOptions {
    * may answer it from its store. Without it such a response gets a warning that it was not checked.
    */
   readonly questionnaire?: QuestionnaireLookup
+  /** Extension urls accepted without a definition: url prefixes (`validation.allowed_extension_domains`). */
+  readonly allowedExtensionDomains?: ReadonlyArray<string>
+  /**
+   * Validating the examples of a specification, as the reference validator's examples mode: extensions on
+   * the example domains (example.org, acme.com) are accepted without a definition. Off for what clients write.
+   */
+  readonly examples?: boolean
 }
 
 export type { QuestionnaireLookup } from "./questionnaire.ts"
@@ -57,7 +64,7 @@ export interface WriteValidation {
   readonly references: ReadonlyArray<FoundReference>
 }
 
-export const validateForWrite = (resource: unknown, catalog: Catalog, options?: Pick<ValidateOptions, "questionnaire">): WriteValidation => {
+export const validateForWrite = (resource: unknown, catalog: Catalog, options?: ValidateOptions): WriteValidation => {
   const steps = validateForWriteSteps(resource, catalog, options)
   for (;;) {
     const step = steps.next()
@@ -69,15 +76,11 @@ export const validateForWrite = (resource: unknown, catalog: Catalog, options?: 
  * `validateForWrite` in steps, each yielding the units of work it did (Walk.steps), for a caller that lets
  * other requests in between (src/rest/commands.ts); the same issues and references.
  */
-export function* validateForWriteSteps(
-  resource: unknown,
-  catalog: Catalog,
-  options?: Pick<ValidateOptions, "questionnaire">
-): Generator<number, WriteValidation, undefined> {
-  const walk = new Walk(registryFor(catalog))
+export function* validateForWriteSteps(resource: unknown, catalog: Catalog, options?: ValidateOptions): Generator<number, WriteValidation, undefined> {
+  const walk = new Walk(registryFor(catalog), options)
   walk.questionnaires = options?.questionnaire
   try {
-    yield* walk.steps(resource, "", [])
+    yield* walk.steps(resource, "", options?.profiles ?? [])
     return { issues: walk.issues, references: walk.references }
   } catch (error) {
     return {

@@ -9,7 +9,8 @@ import { isObject } from "../catalog/json.ts"
 import { canonicalResourceRules, canonicalResourceTypes } from "./canonical.ts"
 import { checkBinding } from "./codes.ts"
 import { structureDefinitionConstraints } from "./constraints.ts"
-import { contextPath, contextProblem, type Owner } from "./contexts.ts"
+import { contextPath, type Owner } from "./contexts.ts"
+import { checkExtension, extensionDefinition, fixedWithExtensions } from "./extensions.ts"
 import type { Children, CompiledStructure, ElementNode, TypeChoice } from "./compile.ts"
 import type { Invariant, Scope } from "./invariants.ts"
 import type { Issue, Severity } from "./Issue.ts"
@@ -31,7 +32,11 @@ export const largeResource = 50_000
 
 export interface WalkOptions {
   /** `ignore`: contained resources are not validated (nor is dom-3, which asks that they be referred to). */
-  readonly contained?: "check" | "ignore"
+  readonly contained?: "check" | "ignore" | undefined
+  /** Extension urls accepted without a definition (`validation.allowed_extension_domains`). */
+  readonly allowedExtensionDomains?: ReadonlyArray<string> | undefined
+  /** Validating examples: extensions on the example domains (example.org, acme.com) need no definition. */
+  readonly examples?: boolean | undefined
 }
 
 export interface Deferred {
@@ -89,6 +94,8 @@ export class Walk {
   private readonly seen = new Set<string>()
   private readonly deferred: Array<Deferred> = []
   private owner: Owner | undefined
+  /** The object `owner` describes: what fhirpath extension contexts are evaluated against. */
+  private ownerValue: Record<string, unknown> | undefined
   private elements = 0
   private errors = 0
   private others = 0
@@ -97,7 +104,12 @@ export class Walk {
   /** The element ids met so far in the resource being walked (created on the first one). */
   private elementIds: Map<string, string> | undefined
 
-  constructor(readonly registry: Registry, readonly options: WalkOptions = {}) {}
+  /** Extension urls accepted without a definition (`validation.allowed_extension_domains`). */
+  readonly allowedExtensionDomains: ReadonlyArray<string>
+
+  constructor(readonly registry: Registry, readonly options: WalkOptions = {}) {
+    this.allowedExtensionDomains = options.allowedExtensionDomains ?? []
+  }
 
   report(severity: Severity, code: string, expression: string, diagnostics: string): void {
     const key = `${severity}|${code}|${expression}|${diagnostics}`
@@ -299,11 +311,14 @@ export class Walk {
       return
     }
     const outer = this.owner
+    const outerValue = this.ownerValue
     this.owner = owner
+    this.ownerValue = value
     try {
       this.members(value, children, path, scope, depth, resource)
     } finally {
       this.owner = outer
+      this.ownerValue = outerValue
     }
   }
 
@@ -495,7 +510,7 @@ export class Walk {
         this.report("error", "structure", path, `The extensions of a primitive are a JSON object, not ${describe(extension)}`)
       } else {
         if (typeof extension["id"] === "string") this.elementId(extension["id"], path)
-        this.object(extension, this.registry.primitiveParts(code), path, scope, depth + 1, false, { type: code, path: contextPath(node) })
+        this.object(extension, this.registry.primitiveParts(code), path, scope, depth + 1, false, { type: code, path: contextPath(node), url: this.extensionUrl(node) })
         if (Array.isArray(extension["extension"]) && isResourceId(node.definition.json)) {
           this.report("error", "business-rule", path, "Extensions are not allowed on Resource.id: the id is the resource's identity on the server")
         }
@@ -508,6 +523,9 @@ export class Walk {
     }
     if (node.binding !== undefined && boundTypes.has(code)) this.binding(node, code, hasValue ? value : undefined, path, extension)
     if (hasValue) this.fixedAndPattern(node, value, path)
+    if (node.fixed !== undefined && isObject(extension) && Array.isArray(extension["extension"])) {
+      this.report("error", "value", path, fixedWithExtensions(node))
+    }
   }
 
   private complex(node: ElementNode, type: TypeChoice, value: unknown, path: string, scope: Scope, depth: number): void {
@@ -519,7 +537,7 @@ export class Walk {
     let typeRoot: ElementNode | undefined
     let base = type.code
     if (children.list.length === 0) {
-      const resolved = this.typeDefinition(type, value, path)
+      const resolved = this.typeDefinition(node, type, value, path, scope)
       if (resolved === undefined) return
       typeRoot = resolved.root
       base = resolved.type
@@ -527,7 +545,7 @@ export class Walk {
     } else if (type.code !== "BackboneElement" && type.code !== "Element") {
       typeRoot = this.registry.forType(type.code)?.root
     }
-    const url = type.code === "Extension" && typeof value["url"] === "string" ? value["url"] : undefined
+    const url = type.code === "Extension" ? (typeof value["url"] === "string" ? value["url"] : undefined) : this.extensionUrl(node)
     const id = value["id"]
     if (typeof id === "string") this.elementId(id, path)
     // A StructureDefinition's snapshot and differential repeat the same element ids: each is a scope of its own.
@@ -556,37 +574,28 @@ export class Walk {
     }
   }
 
-  /** The definition a complex value is checked against: its type's profile, its extension's definition, or its type. */
-  private typeDefinition(type: TypeChoice, value: Record<string, unknown>, path: string): CompiledStructure | undefined {
+  /** For the value of an extension, the extension's url (what an `extension` context names). */
+  private extensionUrl(node: ElementNode): string | undefined {
+    return node.name === "value" && this.owner?.type === "Extension" ? this.owner.url : undefined
+  }
+
+  /** The definition a complex value is checked against: its type's profile, its extension's definition (extensions.ts), or its type. */
+  private typeDefinition(node: ElementNode, type: TypeChoice, value: Record<string, unknown>, path: string, scope: Scope): CompiledStructure | undefined {
+    const site = type.code === "Extension" ? { owner: this.owner, ownerValue: this.ownerValue, scope } : undefined
     for (const profile of type.profiles) {
       const structure = this.registry.structure(profile)
       if (structure !== undefined) {
-        if (structure.type === "Extension") this.context(structure, path)
+        if (structure.type === "Extension" && site !== undefined) checkExtension(this, structure, value, path, node, site)
         return structure
       }
     }
-    if (type.code === "Extension") {
-      const url = value["url"]
-      // A relative url names a part of a complex extension, which its parent's definition describes.
-      if (typeof url === "string" && url.includes(":")) {
-        const structure = this.registry.structure(url)
-        if (structure !== undefined && structure.type === "Extension") {
-          this.context(structure, path)
-          return structure
-        }
-        if (structure === undefined) this.report("warning", "extension", path, `Unknown extension ${url}: it was not checked`)
-        else this.report("error", "extension", path, `${url} is a ${structure.type} definition, not an extension`)
-      }
+    if (site !== undefined) {
+      const structure = extensionDefinition(this, value, path, node, site, this.allowedExtensionDomains, this.options.examples === true)
+      if (structure !== undefined) return structure
     }
     const structure = this.registry.forType(type.code)
     if (structure === undefined) this.report("information", "not-supported", path, `The type ${type.code} is not known here: the value was not checked`)
     return structure
-  }
-
-  /** A warning: R4 itself uses its own extensions outside their stated contexts thousands of times. */
-  private context(structure: CompiledStructure, path: string): void {
-    const problem = this.owner === undefined ? undefined : contextProblem(this.registry, structure, this.owner)
-    if (problem !== undefined) this.report("warning", "extension", path, problem)
   }
 
   private binding(node: ElementNode, code: string, value: unknown, path: string, extension?: unknown): void {

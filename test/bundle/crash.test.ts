@@ -15,7 +15,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
 import { type Running, startSvc, tempDir } from "../support/process.ts"
-import { countByType, loadSynthea, skipSynthea, type SyntheaBundle } from "../support/synthea.ts"
+import { countByType, loadSynthea, skipSynthea, type SyntheaBundle, syntheaExtensionDomains } from "../support/synthea.ts"
 
 const bundles: ReadonlyArray<SyntheaBundle> = skipSynthea ? [] : loadSynthea()
 const types = [...countByType(bundles).keys()].sort()
@@ -108,7 +108,11 @@ describe.skipIf(skipRealPackages || skipSynthea)("a transaction cut short by SIG
 
   it("keeps every answered transaction whole, and the one in flight whole or absent, across three kills and restarts", async () => {
     const file = join(dir.path, "svc.sqlite")
-    const env = { SVC_CONFORMANCE_PACKAGE_REGISTRY: registryUrl ?? "", SVC_CONFORMANCE_PACKAGE_CACHE: realPackageCache }
+    const env = {
+      SVC_CONFORMANCE_PACKAGE_REGISTRY: registryUrl ?? "",
+      SVC_CONFORMANCE_PACKAGE_CACHE: realPackageCache,
+      SVC_VALIDATION_ALLOWED_EXTENSION_DOMAINS: syntheaExtensionDomains.join(",")
+    }
     const start = async () => {
       const server = await startSvc(["--sqlite", file], { cwd: dir.path, env })
       running.push(server)

@@ -29,7 +29,6 @@ export const defects: Readonly<Record<string, string>> = {
   "Bundle-resources.json": "the Consent definition's Identifier example has system urn:ietf:rfc:3986 and a value that is not a URI",
   "StructureDefinition-Consent.json": "an Identifier example has system urn:ietf:rfc:3986 and a value that is not a URI",
   "Organization-2.16.840.1.113883.19.5.json": "identifier with system urn:ietf:rfc:3986 and a bare OID as value (not a URI)",
-  "Bundle-valueset-expansions.json": "an expansion parameter urn:oid:...|4.0.1: a version appended to an OID in a uri",
   "CapabilityStatement-example.json": "url urn:uuid: with an uppercase UUID",
   "TerminologyCapabilities-example.json": "url urn:uuid: with an uppercase UUID",
   "Library-zika-virus-intervention-logic.json": "value sets given as the placeholder urn:oid:X.Y.Z, not an OID",
@@ -40,7 +39,11 @@ export const defects: Readonly<Record<string, string>> = {
   "SearchParameter-example-extension.json": "the expression is on DocumentReference while the base is Patient",
   "StructureDefinition-example-composition.json": "kind complex-type while its base Composition is a resource",
   "StructureDefinition-example-section-library.json": "kind complex-type while its base Composition is a resource",
-  "ValueSet-example-hierarchical.json": "compose.include.system '#hacked' is a local reference, not an absolute URI"
+  "ValueSet-example-hierarchical.json": "compose.include.system '#hacked' is a local reference, not an absolute URI",
+  "Observation-example-genetics-brcapat.json": "uses the US Core ethnicity extension, which R4 does not define (the reference validator: the extension could not be found)",
+  "Bundle-hla-1.json": "a glstring sub-extension 'uri' where the definition has 'url' (the reference validator: sub-extension url not defined)",
+  "Bundle-valueset-expansions.json": "an expansion parameter urn:oid:...|4.0.1 (a version appended to an OID in a uri), and translation extensions on ValueSet.expansion.contains, whose contexts are string, code and markdown (the reference validator: not allowed here)",
+  "CodeSystem-dicom-dcim.json": "valueset-concept-comments on CodeSystem.concept, whose context is ValueSet.compose.include.concept (the reference validator: not allowed here)"
 }
 
 /** The ten extension search parameters of CodeSystem and ValueSet that R4 published without a base. */

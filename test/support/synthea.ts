@@ -11,6 +11,8 @@ export const syntheaDir = fileURLToPath(new URL("../../../shared/data/synthea/",
 
 const present = existsSync(syntheaDir) && readdirSync(syntheaDir).some((file) => file.endsWith(".json"))
 
+export { syntheaExtensionDomains } from "./syntheaExtensions.ts"
+
 /** Skip the Synthea tests: the data is absent and this is not CI (under CI=true they run, and fail). */
 export const skipSynthea = !present && process.env["CI"] !== "true"
 if (skipSynthea) console.warn(`NOTICE: Synthea tests skipped: no bundles in ../shared/data/synthea (CI=true makes this a failure)`)

@@ -18,7 +18,7 @@ withCatalog("reports which R4 examples are accepted, and why the others are not"
   const unexplained: Array<string> = []
   const started = performance.now()
   for (const { file, resource } of examples) {
-    const issues = validateResource(resource, c)
+    const issues = validateResource(resource, c, { examples: true })
     if (isValid(issues)) {
       accepted++
       continue

@@ -24,7 +24,10 @@ const servers = [
 for (const server of servers) {
   describe.skipIf(skipRealPackages || server.skip)(`validation, reference policy ${server.name}`, () => {
     layer(
-      Layer.scoped(Server, startServer(server.kind, { conformance: { ...packages, reference_policy: server.policy } })),
+      Layer.scoped(Server, startServer(server.kind, {
+        conformance: { ...packages, reference_policy: server.policy },
+        validation: { allowed_extension_domains: ["http://allowed.test/"] }
+      })),
       { timeout: 300_000, excludeTestServices: true }
     )((it) => {
       it.effect("an invalid resource is a 422 listing every error with its path; warnings do not block", () =>
@@ -41,11 +44,17 @@ for (const server of servers) {
           const noStatus = yield* call("POST", `${base}/Observation`, { body: { resourceType: "Observation", code: { text: "x" } } })
           expect(noStatus.status).toBe(422)
           expect(noStatus.text).toContain("Observation.status")
-          // An unknown extension is only a warning.
-          const warned = yield* call("POST", `${base}/Patient`, {
-            body: { resourceType: "Patient", extension: [{ url: "http://example.org/unknown-extension", valueString: "x" }] }
+          // An extension the server has no definition for is refused, unless its domain is allowed
+          // (validation.allowed_extension_domains) or is one of the specification's example domains.
+          const unknown = yield* call("POST", `${base}/Patient`, {
+            body: { resourceType: "Patient", extension: [{ url: "http://unknown.test/ext", valueString: "x" }] }
           })
-          expect(warned.status).toBe(201)
+          expect(unknown.status).toBe(422)
+          expect(unknown.text).toContain("Unknown extension http://unknown.test/ext")
+          for (const url of ["http://allowed.test/ext", "http://example.org/unknown-extension"]) {
+            const allowed = yield* call("POST", `${base}/Patient`, { body: { resourceType: "Patient", extension: [{ url, valueString: "x" }] } })
+            expect(allowed.status).toBe(201)
+          }
           // Updates, patches and every entry of a Bundle are checked the same way.
           const { json: patient } = yield* call("POST", `${base}/Patient`, { body: { resourceType: "Patient", gender: "female" } })
           expect((yield* call("PUT", `${base}/Patient/${patient.id}`, { body: { resourceType: "Patient", id: patient.id, gender: "nope" } })).status).toBe(422)
@@ -134,6 +143,11 @@ for (const server of servers) {
           const valid = yield* call("POST", `${base}/Patient/$validate`, { body: { resourceType: "Patient", gender: "female" } })
           expect(valid.status).toBe(200)
           expect(valid.json.issue.filter((issue: any) => issue.severity === "error")).toEqual([])
+          // The allowed extension domains apply as on a write.
+          for (const [url, refused] of [["http://unknown.test/ext", true], ["http://allowed.test/ext", false]] as const) {
+            const checked = yield* call("POST", `${base}/Patient/$validate`, { body: { resourceType: "Patient", extension: [{ url, valueString: "x" }] } })
+            expect(checked.json.issue.some((issue: any) => issue.severity === "error" && issue.diagnostics.includes(url))).toBe(refused)
+          }
           // As the `resource` parameter of a Parameters body, with a mode.
           const asParameters = yield* call("POST", `${base}/Patient/$validate`, {
             body: { resourceType: "Parameters", parameter: [{ name: "resource", resource: { resourceType: "Patient", birthDate: "1970-02-30" } }, { name: "mode", valueCode: "create" }] }

@@ -158,12 +158,12 @@ describe("meta.profile", () => {
 describe("extensions", () => {
   const patient = (fields: Record<string, unknown>) => ({ resourceType: "Patient", text: narrative, ...fields })
 
-  withCatalog("an unknown extension is a warning", (c) => {
-    expect(validateResource(patient({ extension: [{ url: "http://example.org/unknown", valueString: "x" }] }), c)).toEqual([{
-      severity: "warning",
+  withCatalog("an unknown extension is an error (test/validation/extensions.test.ts has the rest)", (c) => {
+    expect(validateResource(patient({ extension: [{ url: "http://unknown.test/x", valueString: "x" }] }), c)).toEqual([{
+      severity: "error",
       code: "extension",
       expression: "Patient.extension[0]",
-      diagnostics: "Unknown extension http://example.org/unknown: it was not checked"
+      diagnostics: "Unknown extension http://unknown.test/x: the server has no definition for it, so it is not allowed here (validation.allowed_extension_domains lists the domains accepted without one)"
     }])
   })
 
@@ -174,13 +174,13 @@ describe("extensions", () => {
     expect(errors(validateResource(patient({ extension: [{ url: birthPlace.url }] }), c)).length).toBeGreaterThan(0)
   })
 
-  withCatalog("an extension used outside the contexts its definition states is a warning", (c) => {
+  withCatalog("an extension used outside the contexts its definition states is an error", (c) => {
     const observation = { resourceType: "Observation", text: narrative, status: "final", code: { text: "x" }, extension: [birthPlace] }
     expect(validateResource(observation, c)).toEqual([{
-      severity: "warning",
+      severity: "error",
       code: "extension",
-      expression: "Observation.extension[0]",
-      diagnostics: "The extension http://hl7.org/fhir/StructureDefinition/patient-birthPlace is not meant for Observation (it is for: Patient)"
+      expression: "Observation",
+      diagnostics: "The extension http://hl7.org/fhir/StructureDefinition/patient-birthPlace is not allowed on Observation: its definition allows it on Patient"
     }])
     // geolocation is for Address, wherever an Address is
     const geolocation = {
@@ -188,7 +188,7 @@ describe("extensions", () => {
       extension: [{ url: "latitude", valueDecimal: 52.1 }, { url: "longitude", valueDecimal: 5.1 }]
     }
     expect(validateResource(patient({ address: [{ city: "Utrecht", extension: [geolocation] }] }), c)).toEqual([])
-    expect(problems(c, patient({ extension: [geolocation] })).map((issue) => issue.severity)).toEqual(["warning"])
+    expect(problems(c, patient({ extension: [geolocation] })).map((issue) => issue.severity)).toEqual(["error"])
   })
 
   withCatalog("a complex extension's parts are checked against their slices", (c) => {
@@ -199,8 +199,8 @@ describe("extensions", () => {
   })
 
   withCatalog("extensions of primitives are checked too", (c) => {
-    const found = problems(c, patient({ birthDate: "1970", _birthDate: { extension: [{ url: "http://example.org/something", valueAge: { value: 45, unit: "a", system: "http://unitsofmeasure.org", code: "a" } }] } }))
-    expect(found.map((issue) => [issue.severity, issue.expression])).toEqual([["warning", "Patient.birthDate.extension[0]"]])
+    const found = problems(c, patient({ birthDate: "1970", _birthDate: { extension: [{ url: "http://unknown.test/something", valueAge: { value: 45, unit: "a", system: "http://unitsofmeasure.org", code: "a" } }] } }))
+    expect(found.map((issue) => [issue.severity, issue.expression])).toEqual([["error", "Patient.birthDate.extension[0]"]])
   })
 })
 
