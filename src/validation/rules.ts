@@ -56,17 +56,44 @@ const attachment: Rule = (value, path, reporter) => {
   }
 }
 
+/**
+ * The properties every code system may state, by their URI in http://hl7.org/fhir/concept-properties, with
+ * the code and type that URI stands for (https://hl7.org/fhir/R4/codesystem.html#defined-props, and the
+ * later additions that tools use).
+ */
+const conceptProperties: ReadonlyMap<string, { readonly code: string; readonly type: string }> = new Map(
+  ([
+    ["status", "code"], ["inactive", "boolean"], ["effectiveDate", "dateTime"], ["deprecationDate", "dateTime"],
+    ["retirementDate", "dateTime"], ["notSelectable", "boolean"], ["parent", "code"], ["child", "code"],
+    ["partOf", "code"], ["synonym", "code"], ["comment", "string"], ["itemWeight", "decimal"]
+  ] as const).map(([code, type]) => [`http://hl7.org/fhir/concept-properties#${code}`, { code, type }])
+)
+
 const codeSystem: Rule = (value, path, reporter) => {
   if (typeof value["supplements"] === "string" && value["content"] !== "supplement") {
     reporter.report("error", "business-rule", `${path}.content`, "A CodeSystem that supplements another SHALL have the content 'supplement'")
   }
   const declared = new Set<string>()
+  const uris = new Set<string>()
   list(value["property"]).forEach((property, i) => {
     if (!isObject(property) || typeof property["code"] !== "string") return
+    const at = `${path}.property[${i}]`
     if (declared.has(property["code"])) {
-      reporter.report("error", "business-rule", `${path}.property[${i}]`, `A property is already defined with the code '${property["code"]}'`)
+      reporter.report("error", "business-rule", at, `A property is already defined with the code '${property["code"]}'`)
     }
     declared.add(property["code"])
+    const uri = property["uri"]
+    if (typeof uri !== "string") return
+    if (uris.has(uri)) reporter.report("error", "business-rule", at, `A property is already defined with the URI '${uri}'`)
+    uris.add(uri)
+    const known = conceptProperties.get(uri)
+    if (known === undefined) return
+    if (property["code"] !== known.code) {
+      reporter.report("error", "business-rule", at, `The URI '${uri}' is normally assigned the code '${known.code}'. Using the code '${property["code"]}' will usually create confusion in ValueSet filters etc`)
+    }
+    if (typeof property["type"] === "string" && property["type"] !== known.type) {
+      reporter.report("error", "business-rule", at, `Wrong type '${property["type"]}': The URI '${uri}' identifies a property that has the type '${known.type}'`)
+    }
   })
   const visit = (concepts: unknown, at: string, depth: number): void => {
     if (depth > 64) return

@@ -16,7 +16,8 @@
 import { isObject, type Json } from "../catalog/json.ts"
 import type { CodeSystemDef } from "../catalog/definitions.ts"
 import type { Reporter } from "./rules.ts"
-import { displayProblem } from "./terminology.ts"
+import { sctidProblem, snomed } from "./codes.ts"
+import { displayProblem, loinc, loincProblem } from "./terminology.ts"
 
 const list = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
 
@@ -40,13 +41,15 @@ export const codeSystemRules = (value: Json, path: string, reporter: Reporter): 
   const content = value["content"]
   const declared = new Map<string, string>()
   for (const property of list(value["property"])) {
-    if (isObject(property) && typeof property["code"] === "string" && typeof property["type"] === "string") declared.set(property["code"], property["type"])
+    // The first declaration of a code counts (a second one is an error of its own).
+    if (isObject(property) && typeof property["code"] === "string" && typeof property["type"] === "string" && !declared.has(property["code"])) declared.set(property["code"], property["type"])
   }
   const supplements = typeof value["supplements"] === "string" ? value["supplements"] : undefined
   if (content === "supplement" && supplements === undefined) {
     reporter.report("error", "business-rule", path, "The code system is marked as a supplement, but it does not define what code system it supplements")
   }
-  const base = supplements === undefined ? undefined : reporter.registry.catalog.codeSystem(supplements.replace(/\|.*$/, ""))
+  const supplementedSystem = supplements?.replace(/\|.*$/, "")
+  const base = supplementedSystem === undefined ? undefined : reporter.registry.catalog.codeSystem(supplementedSystem)
   const codes = new Set<string>()
   let count = 0
   const visit = (concepts: unknown, at: string, depth: number): void => {
@@ -61,6 +64,10 @@ export const codeSystemRules = (value: Json, path: string, reporter: Reporter): 
         codes.add(code)
         if (content === "supplement" && base !== undefined && base.content === "complete" && base.concept(code) === undefined) {
           reporter.report("error", "business-rule", here, `The code '${code}' is not declared in the base CodeSystem ${versioned(base)} so is not valid in the supplement`)
+        } else if (supplements !== undefined && (supplementedSystem === loinc || supplementedSystem === snomed)) {
+          // Systems whose content the server does not hold: a code of the wrong form cannot be one of theirs.
+          const problem = supplementedSystem === loinc ? loincProblem(code) : sctidProblem(code)
+          if (problem !== undefined) reporter.report("error", "business-rule", here, `The code '${code}' is not declared in the base CodeSystem ${supplementedSystem} (${problem}) so is not valid in the supplement`)
         }
       }
       list(concept["property"]).forEach((property, j) => {
@@ -95,6 +102,9 @@ export const codeSystemRules = (value: Json, path: string, reporter: Reporter): 
  * (https://hl7.org/fhir/R4/valueset-filter-operator.html) and the properties every code system has
  * (https://hl7.org/fhir/R4/codesystem.html#defined-props).
  */
+/** The types of the common properties that have one of their own. */
+const commonPropertyTypes: ReadonlyMap<string, string> = new Map([["inactive", "boolean"], ["notSelectable", "boolean"]])
+
 const commonProperties = new Set(["concept", "code", "display", "parent", "child", "partOf", "inactive", "deprecated", "notSelectable", "status", "definition", "designation"])
 
 /** Why a filter value is not of the property's type, or undefined. */
@@ -170,6 +180,16 @@ export const valueSetRules = (value: Json, path: string, reporter: Reporter): vo
         return
       }
       const version = typeof include["version"] === "string" ? include["version"] : undefined
+      if (system === snomed) {
+        // SNOMED CT's attributes (properties named by a concept id) are filtered by = and in only
+        // (https://confluence.ihtsdotools.org/display/FHIR/Implementing+Terminology+Services+with+SNOMED+CT).
+        list(include["filter"]).forEach((filter, j) => {
+          if (!isObject(filter) || typeof filter["property"] !== "string" || typeof filter["op"] !== "string") return
+          if (/^[0-9]{6,18}$/.test(filter["property"]) && sctidProblem(filter["property"]) === undefined && filter["op"] !== "=" && filter["op"] !== "in") {
+            reporter.report("error", "invalid", `${at}.filter[${j}]`, `The operation '${filter["op"]}' is not allowed for property '${filter["property"]}' in system '${system}'. Allowed ops: =,in`)
+          }
+        })
+      }
       const codeSystem = (version === undefined ? undefined : catalog.codeSystem(`${system}|${version}`)) ?? catalog.codeSystem(system)
       if (codeSystem === undefined) {
         if (catalog.valueSet(system) !== undefined) reporter.report("error", "invalid", at, `The system '${system}' is actually a value set`)
@@ -185,7 +205,7 @@ export const valueSetRules = (value: Json, path: string, reporter: Reporter): vo
       list(include["filter"]).forEach((filter, j) => {
         if (!isObject(filter) || typeof filter["property"] !== "string") return
         const property = filter["property"]
-        const type = types.get(property)
+        const type = types.get(property) ?? commonPropertyTypes.get(property)
         if (type === undefined) {
           if (!commonProperties.has(property)) {
             const known = [...types.keys(), ...commonProperties].join(",")

@@ -38,7 +38,7 @@ describe("links", () => {
 
   withCatalog("paging relations are allowed in search results and history only", (c) => {
     const link = [{ relation: "next", url: "http://example.org/fhir/Bundle/b?page=2" }]
-    const found = errors(validateResource(collection([{ fullUrl: "urn:uuid:1", resource: patient() }], { link }), c))
+    const found = errors(validateResource(collection([{ fullUrl: "urn:uuid:206e7a1c-24a5-542b-bd55-f41ad8340e08", resource: patient() }], { link }), c))
     expect(found.map((issue) => [issue.expression, issue.diagnostics])).toEqual([
       ["Bundle.link[0].relation", "The link relation 'next' is for search results and history: it is not allowed in a collection Bundle"]
     ])
@@ -96,9 +96,9 @@ describe("entries and fullUrls", () => {
 
   withCatalog("a reference that several entries answer is ambiguous", (c) => {
     const found = errors(validateResource(collection([
-      { fullUrl: "urn:uuid:p", resource: patient("a") },
-      { fullUrl: "urn:uuid:p", resource: patient("b") },
-      { fullUrl: "urn:uuid:o", resource: observation("o", { subject: { reference: "urn:uuid:p" } }) }
+      { fullUrl: "urn:uuid:7b8a1aaf-3455-5368-85ca-d82836b5cadf", resource: patient("a") },
+      { fullUrl: "urn:uuid:7b8a1aaf-3455-5368-85ca-d82836b5cadf", resource: patient("b") },
+      { fullUrl: "urn:uuid:219e770b-67ba-5278-a0ba-f71dc9f2739a", resource: observation("o", { subject: { reference: "urn:uuid:7b8a1aaf-3455-5368-85ca-d82836b5cadf" } }) }
     ]), c))
     expect(at(found, "Multiple matches")).toEqual(["Bundle.entry[2].resource.subject"])
   })
@@ -167,9 +167,9 @@ describe("references between entries", () => {
   })
 
   withCatalog("a urn reference that no entry answers is a warning", (c) => {
-    const found = problems(c, collection([{ fullUrl: "urn:uuid:o", resource: observation("o", { subject: { reference: "urn:uuid:nobody" } }) }]))
+    const found = problems(c, collection([{ fullUrl: "urn:uuid:219e770b-67ba-5278-a0ba-f71dc9f2739a", resource: observation("o", { subject: { reference: "urn:uuid:338c1081-0910-5650-a1ed-0c02154ad269" } }) }]))
     expect(found.map((issue) => [issue.severity, issue.expression, issue.diagnostics])).toEqual([
-      ["warning", "Bundle.entry[0].resource.subject", "The urn reference urn:uuid:nobody is not the fullUrl of any entry in the Bundle"]
+      ["warning", "Bundle.entry[0].resource.subject", "The urn reference urn:uuid:338c1081-0910-5650-a1ed-0c02154ad269 is not the fullUrl of any entry in the Bundle"]
     ])
   })
 
@@ -248,13 +248,13 @@ describe("documents and messages", () => {
   })
 
   withCatalog("the first entry of a document is a Composition, of a message a MessageHeader (bdl-11, bdl-12)", (c) => {
-    const document = { resourceType: "Bundle", type: "document", identifier: { system: "http://example.org", value: "1" }, timestamp: "2020-01-01T00:00:00Z", entry: [{ fullUrl: "urn:uuid:p", resource: patient("p") }] }
+    const document = { resourceType: "Bundle", type: "document", identifier: { system: "http://example.org", value: "1" }, timestamp: "2020-01-01T00:00:00Z", entry: [{ fullUrl: "urn:uuid:7b8a1aaf-3455-5368-85ca-d82836b5cadf", resource: patient("p") }] }
     expect(errors(validateResource(document, c)).map((issue) => issue.diagnostics.slice(0, 26))).toEqual(["Constraint failed: bdl-11:"])
-    const message = { resourceType: "Bundle", type: "message", entry: [{ fullUrl: "urn:uuid:p", resource: patient("p") }] }
+    const message = { resourceType: "Bundle", type: "message", entry: [{ fullUrl: "urn:uuid:7b8a1aaf-3455-5368-85ca-d82836b5cadf", resource: patient("p") }] }
     expect(errors(validateResource(message, c)).map((issue) => issue.diagnostics.slice(0, 26))).toEqual(["Constraint failed: bdl-12:"])
     const empty = { ...document, entry: undefined }
     expect(errors(validateResource(empty, c)).map((issue) => issue.diagnostics.slice(0, 26))).toEqual(["Constraint failed: bdl-11:"])
-    const noResource = { ...document, entry: [{ fullUrl: "urn:uuid:p" }] }
+    const noResource = { ...document, entry: [{ fullUrl: "urn:uuid:7b8a1aaf-3455-5368-85ca-d82836b5cadf" }] }
     expect(at(errors(validateResource(noResource, c)), "The first entry of a document must have a resource")).toEqual(["Bundle.entry[0]"])
   })
 
@@ -298,9 +298,9 @@ describe("searchsets", () => {
     const found = errors(validateResource(searchset([
       { fullUrl: "http://example.org/fhir/Patient/1", resource: patient("1"), search: { mode: "match" } },
       { fullUrl: "http://example.org/fhir/Observation/o", resource: observation("o"), search: { mode: "match" } },
-      { fullUrl: "urn:uuid:x", resource: patient(), search: { mode: "include" } },
-      { fullUrl: "urn:uuid:y", resource: patient(), search: { mode: "outcome" } },
-      { fullUrl: "urn:uuid:z", search: { mode: "match" } }
+      { fullUrl: "urn:uuid:22a67af3-3921-556e-9c32-ce5f4612ce57", resource: patient(), search: { mode: "include" } },
+      { fullUrl: "urn:uuid:5ca08c93-591a-5f83-8928-dc834a0a67b6", resource: patient(), search: { mode: "outcome" } },
+      { fullUrl: "urn:uuid:4bb77470-9f40-5433-acc7-6eefe09979a4", search: { mode: "match" } }
     ]), c))
     expect(found.map((issue) => [issue.expression, issue.diagnostics])).toEqual([
       ["Bundle.entry[1].resource", "A Observation is not a match for the search http://example.org/fhir/Patient?name=x (it asks for Patient)"],
@@ -397,8 +397,8 @@ describe("contained resources and narrative links", () => {
     expect(problems(c, withDiv('<img src="#img" alt="x"/><a name="here"/><a href="#here">x</a>'))).toEqual([])
     // In a Bundle, anywhere in the Bundle.
     const inBundle = collection([
-      { fullUrl: "urn:uuid:a", resource: { ...patient("a"), text: { status: "generated", div: '<div xmlns="http://www.w3.org/1999/xhtml"><a href="#b">B</a></div>' } } },
-      { fullUrl: "urn:uuid:b", resource: patient("b") }
+      { fullUrl: "urn:uuid:70c19c4a-3cec-5e0c-b659-d76257c63f37", resource: { ...patient("a"), text: { status: "generated", div: '<div xmlns="http://www.w3.org/1999/xhtml"><a href="#b">B</a></div>' } } },
+      { fullUrl: "urn:uuid:414029ec-10ea-59a2-8fd2-89c59709abf1", resource: patient("b") }
     ])
     expect(problems(c, inBundle)).toEqual([])
   })

@@ -103,10 +103,11 @@ describe("codes of the systems the server holds", () => {
   })
 
   withCatalog("codes of systems the server does not hold are not judged: a warning says they could not be validated", (c) => {
-    const unknownSystem = problems(c, { resourceType: "Observation", status: "final", code: { coding: [{ system: "http://example.org/codes", code: "anything" }] } })
+    const notices = (resource: unknown) => validateResource(resource, c).filter((issue) => issue.severity !== "information" && !issue.diagnostics.includes("dom-6"))
+    const unknownSystem = notices({ resourceType: "Observation", status: "final", code: { coding: [{ system: "http://example.org/codes", code: "anything" }] } })
     expect(unknownSystem).toEqual([expect.objectContaining({ severity: "warning", code: "not-found", expression: "Observation.code.coding[0].system" })])
     expect(unknownSystem[0]!.diagnostics).toContain("could not be found, so the code cannot be validated")
-    const notPresent = problems(c, { resourceType: "Observation", status: "final", code: { coding: [{ system: "http://loinc.org", code: "8310-5" }] } })
+    const notPresent = notices({ resourceType: "Observation", status: "final", code: { coding: [{ system: "http://loinc.org", code: "2339-0" }] } })
     expect(notPresent).toEqual([expect.objectContaining({ severity: "warning", code: "not-supported", expression: "Observation.code.coding[0].code" })])
     expect(notPresent[0]!.diagnostics).toContain("could not be validated: this server does not hold the content of the code system 'http://loinc.org' (its form was checked)")
   })
@@ -341,7 +342,7 @@ describe("the vital signs profiles", () => {
   })
 
   withCatalog("an Observation with a vital sign's code is checked against its profile, as warnings", (c) => {
-    expect(problems(c, temperature({ code: { coding: [{ system: "http://loinc.org", code: "8310-5" }] } }))).toEqual([])
+    expect(problems(c, temperature({ code: { coding: [{ system: "http://loinc.org", code: "2339-0" }] } }))).toEqual([])
     const { effectiveDateTime: _, ...undated } = temperature({ code: { coding: [{ system: "http://loinc.org", code: "8331-1" }] } })
     const oral = problems(c, undated)
     expect(oral.length).toBeGreaterThan(0)
@@ -353,5 +354,49 @@ describe("the vital signs profiles", () => {
 
   withCatalog("an Observation with another code is not held to a vital signs profile", (c) => {
     expect(problems(c, { resourceType: "Observation", status: "final", code: { coding: [{ system: "http://loinc.org", code: "2339-0" }] } })).toEqual([])
+  })
+})
+
+describe("properties and filters by their common meaning", () => {
+  const codeSystem = (property: ReadonlyArray<Record<string, unknown>>, extra: Record<string, unknown> = {}) => ({
+    resourceType: "CodeSystem", url: "http://example.org/cs/props", name: "Props", status: "draft", content: "complete",
+    property, concept: [{ code: "a" }], ...extra
+  })
+  const uri = (code: string) => `http://hl7.org/fhir/concept-properties#${code}`
+
+  withCatalog("a property with a concept-properties URI has that URI's code and type, and a URI is declared once", (c) => {
+    const found = errors(validateResource(codeSystem([
+      { uri: uri("notSelectable"), code: "notSelectable", type: "dateTime" },
+      { uri: uri("notSelectable"), code: "not-selectable", type: "boolean" },
+      { uri: uri("deprecationDate"), code: "inactive", type: "dateTime" }
+    ]), c)).map((issue) => [issue.expression, issue.diagnostics.slice(0, 30)])
+    expect(found).toEqual([
+      ["CodeSystem.property[0]", "Wrong type 'dateTime': The URI"],
+      ["CodeSystem.property[1]", "A property is already defined "],
+      ["CodeSystem.property[1]", "The URI 'http://hl7.org/fhir/c"],
+      ["CodeSystem.property[2]", "The URI 'http://hl7.org/fhir/c"]
+    ])
+    expect(errors(validateResource(codeSystem([{ uri: uri("notSelectable"), code: "notSelectable", type: "boolean" }]), c))).toEqual([])
+  })
+
+  withCatalog("a SNOMED CT attribute is filtered by = and in; notSelectable by true or false", (c) => {
+    const valueSet = (include: ReadonlyArray<Record<string, unknown>>) => ({ resourceType: "ValueSet", url: "http://example.org/vs/f", status: "draft", compose: { include } })
+    const snomedFilter = (op: string) => valueSet([{ system: "http://snomed.info/sct", filter: [{ property: "1142143009", op, value: "734137005" }] }])
+    const refused = errors(validateResource(snomedFilter("not-in"), c))
+    expect(refused).toEqual([expect.objectContaining({ expression: "ValueSet.compose.include[0].filter[0]" })])
+    expect(refused[0]!.diagnostics).toContain("Allowed ops: =,in")
+    expect(errors(validateResource(snomedFilter("="), c))).toEqual([])
+    const tooth = (value: string) => valueSet([{ system: "http://terminology.hl7.org/CodeSystem/ex-tooth", filter: [{ property: "notSelectable", op: "=", value }] }])
+    expect(errors(validateResource(tooth("1"), c)).map((issue) => issue.diagnostics)).toEqual([expect.stringContaining("must be either 'true' or 'false', not '1'")])
+    expect(errors(validateResource(tooth("true"), c))).toEqual([])
+  })
+
+  withCatalog("a supplement of LOINC or SNOMED CT cannot add a code of another form", (c) => {
+    const supplement = (code: string) => ({
+      resourceType: "CodeSystem", url: "http://example.org/cs/loinc-supplement", name: "S", status: "draft", content: "supplement",
+      supplements: "http://loinc.org", concept: [{ code, display: "x" }]
+    })
+    expect(errors(validateResource(supplement("test"), c)).map((issue) => issue.expression)).toEqual(["CodeSystem.concept[0]"])
+    expect(errors(validateResource(supplement("2339-0"), c))).toEqual([])
   })
 })
