@@ -102,7 +102,8 @@ for (const backend of backendsUnderTest) {
           for (const { file, text } of refused) {
             const reply = yield* call("POST", base, { body: text })
             expect([file, reply.status]).toEqual([file, 422])
-            for (const reason of refusedSynthea[file]!) expect(reply.text).toContain(reason)
+            // A transaction stops at its first invalid entry: the outcome names that entry's defect.
+            expect([file, refusedSynthea[file]!.some((reason) => reply.text.includes(reason))]).toEqual([file, true])
           }
           const before = new Map<string, number>()
           for (const type of expectedCounts.keys()) before.set(type, yield* historyTotal(base, type))

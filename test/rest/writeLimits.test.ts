@@ -118,7 +118,7 @@ for (const backend of backends) {
           const collection = (n: number) => ({
             resourceType: "Bundle",
             type: "collection",
-            entry: Array.from({ length: n }, () => ({ resource: { resourceType: "Patient" } }))
+            entry: Array.from({ length: n }, () => ({ fullUrl: `urn:uuid:${crypto.randomUUID()}`, resource: { resourceType: "Patient" } }))
           })
           tooCostly(yield* call("POST", `${base}/Bundle`, { body: collection(5) }), "server.max_bundle_entries")
           expect((yield* call("POST", `${base}/Bundle`, { body: collection(4) })).status).toBe(201)

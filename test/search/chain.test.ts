@@ -39,7 +39,7 @@ const tag = (system: string) => ({ identifier: [{ system: `urn:chain:${system}`,
 const of = (system: string) => `identifier=${encodeURIComponent(`urn:chain:${system}|1`)}`
 const observation = (system: string, elements: Record<string, unknown>) =>
   create({ resourceType: "Observation", ...tag(system), status: "final", code: { text: "x" }, ...elements })
-const coded = (code: string) => ({ coding: [{ system: "http://loinc.org", code }] })
+const coded = (code: string) => ({ coding: [{ system: "http://example.org/lab-codes", code }] })
 
 const backendsUnderTest: ReadonlyArray<{ readonly kind: BackendKind; readonly skip: boolean }> = [
   { kind: "sqlite", skip: false },
@@ -172,7 +172,7 @@ for (const backend of backendsUnderTest) {
             const [first, second] = [yield* result(), yield* result()]
             reports.push(yield* create({ resourceType: "DiagnosticReport", status: "final", code: { text: "x" }, result: [{ reference: first }, { reference: second }] }))
           }
-          const path = "DiagnosticReport?result.code=http://loinc.org|several-1"
+          const path = "DiagnosticReport?result.code=http://example.org/lab-codes|several-1"
           expect(yield* found(path)).toEqual(sorted(...reports))
           for (const headers of [{}, { prefer: "handling=strict" }]) {
             const seen: Array<string> = []

@@ -294,7 +294,7 @@ for (const backend of backendsUnderTest) {
       it.effect("reference: subject as Type/id, patient as a bare id, for Observations and Encounters", () =>
         Effect.gen(function*() {
           const patients = all("Patient")
-          for (const { id } of [patients[0]!, patients[27]!, patients[54]!]) {
+          for (const { id } of [patients[0]!, patients[27]!, patients[53]!]) {
             const reference = `Patient/${id}`
             const observations = expected("Observation", (o) => o.subject?.reference === reference)
             expect(observations.length).toBeGreaterThan(0)

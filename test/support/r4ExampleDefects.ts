@@ -68,3 +68,13 @@ export const referenceTypeDefects: Readonly<Record<string, string>> = {
   "MedicationRequest-medrx0301.json": "dispenseRequest.performer refers to something other than an Organization",
   "Observation-clinical-gender.json": "performer refers to an Encounter, which it does not allow"
 }
+
+/**
+ * Examples refused where the terminology package (hl7.terminology) is installed, as on a server: their codes
+ * are not in the version of the code system that package holds, which replaces R4's own.
+ */
+export const terminologyDefects: Readonly<Record<string, string>> = {
+  "AdverseEvent-example.json": "category 'product-use-error' is not in adverse-event-category 2.0.0",
+  "Immunization-subpotent.json": "subpotentReason 'partial' is not in immunization-subpotent-reason 1.0.1",
+  "ImmunizationEvaluation-notValid.json": "doseStatusReason 'outsidesched' is not in immunization-evaluation-dose-status-reason 1.0.1"
+}

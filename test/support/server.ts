@@ -40,6 +40,9 @@ export const startServer = (kind: BackendKind, settings: FlagSettings = {}): Eff
     return yield* startServerOn(yield* freshDatabase(kind, 2, template), settings)
   })
 
+/** The extension domains the test servers allow unless a test sets its own. */
+export const testExtensionDomains: ReadonlyArray<string> = ["http://example.org/", "https://example.org/", "http://example.com/", "https://example.com/"]
+
 /** Starts a server on the database `database` (not dropped when the scope closes); it stops when the scope closes. */
 export const startServerOn = (database: DatabaseOptions, settings: FlagSettings = {}): Effect.Effect<TestServer, unknown, Scope.Scope> =>
   Effect.gen(function*() {
@@ -54,7 +57,10 @@ export const startServerOn = (database: DatabaseOptions, settings: FlagSettings 
           ...(database.sqlitePath ? { sqlite_path: database.sqlitePath } : {}),
           ...(database.postgresUrl ? { postgres_url: database.postgresUrl } : {})
         },
-        conformance: { package_registry: fixtureMirror, package_cache: packageCache, ...settings.conformance }
+        conformance: { package_registry: fixtureMirror, package_cache: packageCache, ...settings.conformance },
+        // Tests write extensions on the example domains, as a user does who allows them; a test that sets
+        // its own list (test/validation/http.test.ts) sees the default refusal.
+        validation: { allowed_extension_domains: testExtensionDomains, ...settings.validation }
       },
       env: {},
       cwd: process.cwd(),
