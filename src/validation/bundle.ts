@@ -19,6 +19,7 @@ import { isObject, type Json } from "../catalog/json.ts"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { FoundReference } from "./referencePolicy.ts"
 import type { Reporter } from "./rules.ts"
+import { canonicalResourceTypes } from "./canonical.ts"
 
 const list = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
 const text = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
@@ -32,15 +33,6 @@ const isRestful = (url: string, catalog: Catalog): boolean => {
   const match = restful.exec(url)
   return match !== null && catalog.isResourceType(match[1]!)
 }
-
-/** The R4 resource types with a canonical url: an absolute reference to one of them need not be in a document. */
-const canonicalTypes = new Set([
-  "ActivityDefinition", "CapabilityStatement", "ChargeItemDefinition", "CodeSystem", "CompartmentDefinition", "ConceptMap",
-  "EffectEvidenceSynthesis", "EventDefinition", "Evidence", "EvidenceVariable", "ExampleScenario", "GraphDefinition",
-  "ImplementationGuide", "Library", "Measure", "MessageDefinition", "NamingSystem", "OperationDefinition", "PlanDefinition",
-  "Questionnaire", "ResearchDefinition", "ResearchElementDefinition", "RiskEvidenceSynthesis", "SearchParameter",
-  "StructureDefinition", "StructureMap", "TerminologyCapabilities", "TestScript", "ValueSet"
-])
 
 const knownCanonical = (catalog: Catalog, url: string): boolean =>
   catalog.structureDefinition(url) !== undefined || catalog.valueSet(url) !== undefined || catalog.codeSystem(url) !== undefined ||
@@ -225,7 +217,7 @@ const resolveInDocument = (
       report?.("error", "invalid", at, `Found ${found.length} matches for '${ref}' in the Bundle (${name})`)
       return undefined
     }
-    const outside = knownCanonical(catalog, ref) || (isRestful(ref, catalog) && canonicalTypes.has(restful.exec(ref)![1]!))
+    const outside = knownCanonical(catalog, ref) || (isRestful(ref, catalog) && canonicalResourceTypes.has(restful.exec(ref)![1]!))
     if (!outside) report?.("error", "not-found", at, `Can't find '${ref}' in the Bundle (${name})`)
     return undefined
   }

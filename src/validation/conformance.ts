@@ -17,6 +17,7 @@ import { isObject, type Json } from "../catalog/json.ts"
 import type { ElementDefinition, StructureDefinition } from "../catalog/definitions.ts"
 import type { Reporter } from "./rules.ts"
 import { equalsFixed } from "./values.ts"
+import { canonicalResourceTypes } from "./canonical.ts"
 
 type Rule = (value: Json, path: string, reporter: Reporter) => void
 
@@ -260,15 +261,6 @@ const isInstanceOf = (reporter: Reporter, sd: StructureDefinition, code: string)
   return false
 }
 
-const canonicalResources = new Set([
-  "ActivityDefinition", "CapabilityStatement", "ChargeItemDefinition", "CodeSystem", "CompartmentDefinition",
-  "ConceptMap", "EffectEvidenceSynthesis", "EventDefinition", "Evidence", "EvidenceVariable", "ExampleScenario",
-  "GraphDefinition", "ImplementationGuide", "Library", "Measure", "MessageDefinition", "NamingSystem",
-  "OperationDefinition", "PlanDefinition", "Questionnaire", "ResearchDefinition", "ResearchElementDefinition",
-  "RiskEvidenceSynthesis", "SearchParameter", "StructureDefinition", "StructureMap", "TerminologyCapabilities",
-  "TestScript", "ValueSet"
-])
-
 const elementTypes = (reporter: Reporter, element: Json, at: string, logical: boolean): void => {
   const elementPath = String(element["path"])
   list(element["type"]).forEach((type, t) => {
@@ -314,7 +306,7 @@ const elementTypes = (reporter: Reporter, element: Json, at: string, logical: bo
         if (sd.kind !== "resource" && !(logical && (base.kind === "logical" || base.kind === "resource"))) {
           reporter.report("error", "invalid", where, `The profile ${profile} is for the type ${base.type}, which is not a resource (the element ${elementPath} has the type ${code})`)
         }
-      } else if (code === "canonical" && !canonicalResources.has(base.type) && base.type !== "Resource") {
+      } else if (code === "canonical" && !canonicalResourceTypes.has(base.type) && base.type !== "Resource") {
         reporter.report("error", "invalid", where, `The profile ${profile} is for the type ${base.type}, which is not a canonical resource (the element ${elementPath} has the type ${code})`)
       }
     })

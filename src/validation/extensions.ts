@@ -23,6 +23,7 @@ import { contextPath } from "./contexts.ts"
 import type { Scope } from "./invariants.ts"
 import type { Severity } from "./Issue.ts"
 import type { Registry } from "./registry.ts"
+import { canonicalResourceTypes } from "./canonical.ts"
 
 /** Where an extension is used: the element holding it (its description and its JSON) and the resource. */
 export interface Site {
@@ -98,7 +99,7 @@ const subExtensionUrls = (structure: CompiledStructure): ReadonlySet<string> => 
 
 /**
  * The definition an extension without a profile on its element is checked against, found by its url,
- * after the checks on the url; undefined when there is none (the value is then checked as any Extension).
+ * after the checks on the url; undefined when there is none (the value is then checked as an Extension of no particular definition).
  */
 export const extensionDefinition = (
   reporter: ExtensionReporter,
@@ -310,15 +311,6 @@ const adjusted = (url: string, stated: ReadonlyArray<Context>): ReadonlyArray<Co
 
 const withoutChoice = (path: string): string => path.replace("[x]", "")
 
-/** The R4 resources with a canonical url, which a `CanonicalResource` context (an R5 name) stands for. */
-const canonicalResources = new Set([
-  "ActivityDefinition", "CapabilityStatement", "ChargeItemDefinition", "CodeSystem", "CompartmentDefinition", "ConceptMap",
-  "EffectEvidenceSynthesis", "EventDefinition", "Evidence", "EvidenceVariable", "ExampleScenario", "GraphDefinition",
-  "ImplementationGuide", "Library", "Measure", "MessageDefinition", "NamingSystem", "OperationDefinition", "PlanDefinition",
-  "Questionnaire", "ResearchDefinition", "ResearchElementDefinition", "RiskEvidenceSynthesis", "SearchParameter",
-  "StructureDefinition", "StructureMap", "TerminologyCapabilities", "TestScript", "ValueSet"
-])
-
 /** `CapabilityStatement.rest.operation` is written as a reference to `CapabilityStatement.rest.resource.operation`. */
 const sameElement = (registry: Registry, expression: string, path: string): boolean => {
   const node = registry.forType(expression.slice(0, expression.indexOf(".")))?.byId.get(expression)
@@ -328,7 +320,7 @@ const sameElement = (registry: Registry, expression: string, path: string): bool
 /** Whether an element context names the owner: its path, its type or a type it derives from, or the same path on a base type. */
 const elementMatches = (registry: Registry, expression: string, owner: Owner): boolean => {
   if (expression === "Element" || expression === "Any") return true
-  if (expression === "CanonicalResource") return canonicalResources.has(owner.path)
+  if (expression === "CanonicalResource") return canonicalResourceTypes.has(owner.path)
   const path = withoutChoice(owner.path)
   const wanted = withoutChoice(expression)
   if (wanted === path) return true

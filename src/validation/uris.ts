@@ -12,6 +12,7 @@
  */
 import type { Json } from "../catalog/json.ts"
 import type { Severity } from "./Issue.ts"
+import { canonicalResourceTypes } from "./canonical.ts"
 
 export interface UriProblem {
   readonly severity: "error" | "warning"
@@ -37,19 +38,10 @@ export const isAbsoluteUri = (uri: string): boolean => {
 /** Why an OID (without `urn:oid:`) is not one; root arcs that short are almost never an assigned namespace. */
 const oidProblem = (oid: string): boolean => !oidArcs.test(oid) || (oid.lastIndexOf(".") < 4 && !oid.startsWith("1.3"))
 
-/** The resource types of R4 whose `url` is a canonical URL (https://hl7.org/fhir/R4/resource.html#canonical). */
-const canonicalResources = new Set([
-  "ActivityDefinition", "CapabilityStatement", "ChargeItemDefinition", "CodeSystem", "CompartmentDefinition", "ConceptMap",
-  "EffectEvidenceSynthesis", "EventDefinition", "Evidence", "EvidenceVariable", "ExampleScenario", "GraphDefinition",
-  "ImplementationGuide", "Library", "Measure", "MessageDefinition", "NamingSystem", "OperationDefinition",
-  "PlanDefinition", "Questionnaire", "ResearchDefinition", "ResearchElementDefinition", "RiskEvidenceSynthesis",
-  "SearchParameter", "StructureDefinition", "StructureMap", "TerminologyCapabilities", "TestScript", "ValueSet"
-])
-
 /** Whether an element (by its path) is the defining url of a canonical resource: `ValueSet.url`. */
 export const isDefiningUrl = (path: string): boolean => {
   const dot = path.indexOf(".")
-  return dot > 0 && path.length === dot + 4 && path.endsWith(".url") && canonicalResources.has(path.slice(0, dot))
+  return dot > 0 && path.length === dot + 4 && path.endsWith(".url") && canonicalResourceTypes.has(path.slice(0, dot))
 }
 
 /**
