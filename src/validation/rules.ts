@@ -35,7 +35,7 @@ export interface Reporter {
   readonly references: ReadonlyArray<FoundReference>
 }
 
-type Rule = (value: Json, path: string, reporter: Reporter) => void
+export type Rule = (value: Json, path: string, reporter: Reporter) => void
 
 const list = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
 
@@ -153,15 +153,20 @@ const valueSet: Rule = (value, path, reporter) => {
   }
 }
 
-const both = (first: Rule, second: Rule): Rule => (value, path, reporter) => {
-  first(value, path, reporter)
-  second(value, path, reporter)
+/** Every rule of a resource type runs, in the order listed. */
+const combine = (entries: ReadonlyArray<readonly [string, Rule]>): ReadonlyMap<string, Rule> => {
+  const grouped = new Map<string, Array<Rule>>()
+  for (const [type, rule] of entries) grouped.set(type, [...(grouped.get(type) ?? []), rule])
+  return new Map([...grouped].map(([type, rules]): [string, Rule] => [
+    type,
+    rules.length === 1 ? rules[0]! : (value, path, reporter) => { for (const rule of rules) rule(value, path, reporter) }
+  ]))
 }
 
-const byResource: ReadonlyMap<string, Rule> = new Map([
+const byResource: ReadonlyMap<string, Rule> = combine([
   ["Bundle", bundle],
-  ["CodeSystem", both(codeSystem, codeSystemRules)],
-  ["ValueSet", both(valueSet, valueSetRules)],
+  ["CodeSystem", codeSystem], ["CodeSystem", codeSystemRules],
+  ["ValueSet", valueSet], ["ValueSet", valueSetRules],
   ["ConceptMap", conceptMapRules],
   ["Questionnaire", questionnaireRule], ["QuestionnaireResponse", questionnaireResponseRule],
   ...conformanceRules, ...measureRules
