@@ -6,7 +6,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { type Child, startChild } from "./children.ts"
-import { syntheaExtensionDomains } from "../../test/support/syntheaExtensions.ts"
+import { syntheaEnv } from "../../test/support/syntheaExtensions.ts"
 
 export const root = fileURLToPath(new URL("../../", import.meta.url))
 const tsx = ["--import", "tsx"]
@@ -48,8 +48,9 @@ const svcEnv = (workDir: string, packages: Packages = { kind: "stand-in" }): Rec
   if (packages.kind === "r4") {
     env["SVC_CONFORMANCE_PACKAGE_REGISTRY"] = packages.registry
     env["SVC_CONFORMANCE_PACKAGE_CACHE"] = realPackageCache
-    // The Synthea workloads run here: their US Core and Synthea extensions are accepted without definitions.
-    env["SVC_VALIDATION_ALLOWED_EXTENSION_DOMAINS"] = syntheaExtensionDomains.join(",")
+    // The Synthea workloads run here: their US Core and Synthea extensions are accepted without definitions,
+    // and the vital signs profiles' findings on their blood pressures are warnings.
+    Object.assign(env, syntheaEnv)
   } else {
     env["SVC_CONFORMANCE_PACKAGE_REGISTRY"] = join(root, "test", "fixtures", "packages", "mirror")
     env["SVC_CONFORMANCE_PACKAGE_CACHE"] = join(workDir, "package-cache")

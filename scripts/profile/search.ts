@@ -24,7 +24,7 @@ import { chainPaths, countOf, everythingPaths, familyPaths, hasPaths, includePat
 import { startChild } from "../bench/children.ts"
 import { formatSummary, summarize } from "./cpuprofile.ts"
 import { type Backend, npmRegistry, realPackageCache, root } from "../bench/servers.ts"
-import { syntheaExtensionDomains } from "../../test/support/syntheaExtensions.ts"
+import { syntheaEnv } from "../../test/support/syntheaExtensions.ts"
 
 const { values: flags } = parseArgs({
   options: {
@@ -95,7 +95,7 @@ const main = async () => {
       ...withoutSvcVariables(),
       SVC_CONFORMANCE_PACKAGE_REGISTRY: registry.registry,
       SVC_CONFORMANCE_PACKAGE_CACHE: realPackageCache,
-      SVC_VALIDATION_ALLOWED_EXTENSION_DOMAINS: syntheaExtensionDomains.join(",")
+      ...syntheaEnv
     },
     logDir: dir,
     readyPath: "/readyz",

@@ -105,6 +105,8 @@ export const start = (config: AppConfig) =>
         updateAsCreate: config.conformance.update_as_create,
         referencePolicy: config.conformance.reference_policy,
         allowedExtensionDomains: config.validation.allowed_extension_domains,
+        allowExampleUrls: config.validation.allow_example_urls,
+        vitalSigns: config.validation.vital_signs,
         maxIndexRows: config.server.max_index_rows,
         maxPatchOperations: config.server.max_patch_operations
       })

@@ -33,6 +33,7 @@ export const LogLevel = oneOf("debug", "info", "warning", "error")
 export const DatabaseKind = oneOf("sqlite", "memory", "postgres")
 export const ClusterRole = oneOf("primary", "standby", "replica")
 export const ReferencePolicy = oneOf("strict", "fhir")
+export const VitalSigns = oneOf("error", "warning")
 
 export const FhirSection = Schema.Struct({
   version: def(leaf(Schema.Literal("r4"), "r4 (only r4 is available in this build)", "string"), "r4")
@@ -76,7 +77,11 @@ export const ConformanceSection = Schema.Struct({
 
 export const ValidationSection = Schema.Struct({
   // Extension urls starting with one of these are accepted without their definition (docs/validation.md).
-  allowed_extension_domains: def(strings, [])
+  allowed_extension_domains: def(strings, []),
+  // The reference validator's examples mode: URLs on the example domains accepted (docs/validation.md).
+  allow_example_urls: def(bool, false),
+  // What the vital signs profiles R4 implies by an Observation's code find: errors, or warnings (docs/validation.md).
+  vital_signs: def(VitalSigns, "error")
 })
 
 export const FhirUserLookup = Schema.Struct({

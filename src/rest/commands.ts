@@ -41,7 +41,7 @@ export interface CommandEnv {
   readonly limits?: WriteLimits
   /** Counts the command's work and lets other requests in between pieces of it (see EventLoop.ts). */
   readonly pacer: Pacer
-  /** What validation is told besides the catalog (`validation.allowed_extension_domains`). */
+  /** What validation is told besides the catalog (`validation.allowed_extension_domains`, `validation.allow_example_urls`). */
   readonly validation?: ValidateOptions
 }
 

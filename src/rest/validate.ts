@@ -16,7 +16,7 @@ import { isValid, type Issue, validateForWrite, validateResource } from "../vali
 import { fail } from "./FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
 import { readResource } from "./RequestBody.ts"
-import { RestSettings } from "./Rest.ts"
+import { RestSettings, validationOptions } from "./Rest.ts"
 import { resourceBody } from "./respond.ts"
 
 const modes = ["create", "update", "delete", "profile"] as const
@@ -116,7 +116,7 @@ export const validateOperation = (request: FhirRequest, type: string, id: string
 
     const profiles = input.profile === undefined ? [] : [input.profile]
     const settings = yield* RestSettings
-    const options = { allowedExtensionDomains: settings.allowedExtensionDomains }
+    const options = validationOptions(settings)
     const validation = validateForWrite(resource, request.catalog, options)
     const issues = profiles.length === 0 ? [...validation.issues] : [...validateResource(resource, request.catalog, { ...options, profiles })]
     // The references are checked as a write would check them, once the resource itself is valid.

@@ -15,7 +15,7 @@ import { FhirError, invalidReferences } from "./FhirError.ts"
 import { referenceCheck } from "../validation/referencePolicy.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { returnPreference } from "./prefer.ts"
-import { RestSettings } from "./Rest.ts"
+import { RestSettings, validationOptions } from "./Rest.ts"
 import { resourceBody, versionHeaders } from "./respond.ts"
 
 export const commitHeader = (commitTs: number) => ({ "x-svc-commit-ts": String(commitTs) })
@@ -36,7 +36,7 @@ export const inTransaction = <A, E, R>(request: FhirRequest, command: (env: Comm
           commit,
           base: request.base,
           references,
-          validation: { allowedExtensionDomains: settings.allowedExtensionDomains },
+          validation: validationOptions(settings),
           maxPageBytes: request.maxPageBytes,
           limits: { maxIndexRows: settings.maxIndexRows, maxBundleEntries: request.maxBundleEntries, maxPatchOperations: settings.maxPatchOperations }
         }

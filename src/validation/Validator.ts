@@ -32,6 +32,11 @@ export interface ValidateOptions {
    * the example domains (example.org, acme.com) are accepted without a definition. Off for what clients write.
    */
   readonly examples?: boolean
+  /**
+   * The findings of the vital signs profile R4 implies by an Observation's code: errors (the default, as
+   * the reference validator has them) or warnings (`validation.vital_signs`).
+   */
+  readonly vitalSigns?: "error" | "warning"
 }
 
 export type { QuestionnaireLookup } from "./questionnaire.ts"

@@ -144,6 +144,9 @@ export const sctidProblem = (code: string): string | undefined => {
   const format = code.charAt(code.length - 3)
   if (format !== "0" && format !== "1") return `'${code}' is not a SNOMED CT identifier (partition ${code.slice(-3, -1)})`
   if (!verhoeffValid(code)) return `'${code}' is not a SNOMED CT identifier (its check digit is wrong)`
+  // The partition's second digit says what the id names: 0 a concept, 1 a description, 2 a relationship.
+  const kind = code.charAt(code.length - 2)
+  if (kind !== "0") return `'${code}' is not a SNOMED CT concept identifier (partition ${code.slice(-3, -1)}: ${kind === "1" ? "a description" : kind === "2" ? "a relationship" : "not a concept"})`
   return undefined
 }
 

@@ -14,6 +14,7 @@
  *   definition's contexts allow it, as the reference validator reads them (see `contextProblem`).
  * - Status: an extension whose definition is deprecated, withdrawn or retired is reported (information).
  */
+import { isExampleUrl } from "./exampleUrls.ts"
 import fhirpath from "fhirpath"
 import r4 from "fhirpath/fhir-context/r4"
 import { isObject } from "../catalog/json.ts"
@@ -166,6 +167,9 @@ export const extensionDefinition = (
     reporter.report("warning", "extension", path, `Unknown extension ${url}: HL7 defines further extensions in this namespace (hl7.fhir.uv.extensions), which the server does not have; it was not checked`)
   } else {
     reporter.report("error", "extension", path, `Unknown extension ${url}: the server has no definition for it, so it is not allowed here (validation.allowed_extension_domains lists the domains accepted without one)`)
+    if (isExampleUrl(unversioned)) {
+      reporter.report("error", "invalid", `${path}.url`, `Example URLs are not allowed in this context (${url}): an extension url on an example domain (validation.allowed_extension_domains or validation.allow_example_urls accepts them)`)
+    }
   }
   return undefined
 }

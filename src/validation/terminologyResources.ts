@@ -185,7 +185,12 @@ export const valueSetRules = (value: Json, path: string, reporter: Reporter): vo
         // (https://confluence.ihtsdotools.org/display/FHIR/Implementing+Terminology+Services+with+SNOMED+CT).
         list(include["filter"]).forEach((filter, j) => {
           if (!isObject(filter) || typeof filter["property"] !== "string" || typeof filter["op"] !== "string") return
-          if (/^[0-9]{6,18}$/.test(filter["property"]) && sctidProblem(filter["property"]) === undefined && filter["op"] !== "=" && filter["op"] !== "in") {
+          if (!/^[0-9]+$/.test(filter["property"])) return
+          const problem = sctidProblem(filter["property"])
+          if (problem !== undefined) {
+            // Not a concept, so not one of SNOMED CT's attributes: a property the terminology ecosystem does not know.
+            reporter.report("warning", "invalid", `${at}.filter[${j}]`, `The property '${filter["property"]}' is not known for the system '${system}', so may not be understood by the terminology ecosystem: ${problem}`)
+          } else if (filter["op"] !== "=" && filter["op"] !== "in") {
             reporter.report("error", "invalid", `${at}.filter[${j}]`, `The operation '${filter["op"]}' is not allowed for property '${filter["property"]}' in system '${system}'. Allowed ops: =,in`)
           }
         })

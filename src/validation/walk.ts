@@ -16,6 +16,8 @@ import type { Invariant, Scope } from "./invariants.ts"
 import type { Issue, Severity } from "./Issue.ts"
 import { containedTypes, entryTargets, type FoundReference } from "./referencePolicy.ts"
 import { checkValue, isResourceId, regexes } from "./primitives.ts"
+import { exampleUrlProblem, isExampleUrl } from "./exampleUrls.ts"
+import { isDefiningUrl } from "./uris.ts"
 import type { QuestionnaireLookup } from "./questionnaire.ts"
 import { canonicalTargetProblem, checkReference, duplicateContainedIds, unresolvedFragments } from "./references.ts"
 import type { Registry } from "./registry.ts"
@@ -37,6 +39,8 @@ export interface WalkOptions {
   readonly allowedExtensionDomains?: ReadonlyArray<string> | undefined
   /** Validating examples: extensions on the example domains (example.org, acme.com) need no definition. */
   readonly examples?: boolean | undefined
+  /** How the findings of the vital signs profile R4 implies by an Observation's code count (`validation.vital_signs`). */
+  readonly vitalSigns?: "error" | "warning" | undefined
 }
 
 export interface Deferred {
@@ -276,14 +280,14 @@ export class Walk {
 
   /**
    * A vital signs profile R4 requires of an Observation by its code (vitalSigns.ts). What the profile finds
-   * beyond the resource's own issues is reported as warnings: the HL7 reference validator makes them errors,
-   * but published data (Synthea's blood pressures coded 55284-4, its oral temperatures 8331-1) does not
-   * carry the codes the profiles fix, and a write is not refused for it.
+   * beyond the resource's own issues is an error, as the HL7 reference validator has it; with `vitalSigns:
+   * "warning"` a warning: published data (Synthea's blood pressures coded 55284-4 without 85354-9) does not
+   * carry the codes the profiles fix, and a user loading it may choose not to refuse it.
    */
   private impliedProfile(value: Record<string, unknown>, url: string, path: string, scope: Scope, depth: number): void {
     const structure = this.registry.structure(url)
     if (structure === undefined || structure.type !== "Observation") return
-    const probe = new Walk(this.registry)
+    const probe = new Walk(this.registry, this.options)
     probe.root = this.root
     try {
       probe.against(value, structure, path, scope, depth)
@@ -293,7 +297,7 @@ export class Walk {
     }
     for (const issue of probe.issues) {
       if (this.seen.has(`${issue.severity}|${issue.code}|${issue.expression}|${issue.diagnostics}`)) continue
-      const severity = issue.severity === "error" || issue.severity === "fatal" ? "warning" : issue.severity
+      const severity = (issue.severity === "error" || issue.severity === "fatal") && this.options.vitalSigns === "warning" ? "warning" : issue.severity
       this.report(severity, issue.code, issue.expression, `${issue.diagnostics} (vital signs profile ${url}, which R4 requires of this Observation by its code)`)
     }
   }
@@ -503,6 +507,10 @@ export class Walk {
       } else {
         if (code === "canonical" && typeof value === "string" && type.targetProfiles.length > 0) this.canonical(type, value, path)
         checkValue(this, code, value, path, node.path, node.definition.json, scope.resource !== scope.rootResource, this.owner?.url)
+        if ((code === "uri" || code === "url" || code === "canonical") && this.options.examples !== true && typeof value === "string" && isExampleUrl(value)) {
+          const problem = exampleUrlProblem(this.registry.catalog, code, value, node.path, isDefiningUrl(node.path), this.owner?.type === "Extension" ? this.owner.url : undefined)
+          if (problem !== undefined) this.report("error", "invalid", path, problem)
+        }
       }
     }
     if (extension !== undefined && extension !== null) {

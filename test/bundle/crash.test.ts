@@ -15,7 +15,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
 import { type Running, startSvc, tempDir } from "../support/process.ts"
-import { countByType, loadSynthea, skipSynthea, type SyntheaBundle, syntheaExtensionDomains } from "../support/synthea.ts"
+import { countByType, loadSynthea, skipSynthea, type SyntheaBundle, syntheaEnv } from "../support/synthea.ts"
 
 const bundles: ReadonlyArray<SyntheaBundle> = skipSynthea ? [] : loadSynthea()
 const types = [...countByType(bundles).keys()].sort()
@@ -111,7 +111,7 @@ describe.skipIf(skipRealPackages || skipSynthea)("a transaction cut short by SIG
     const env = {
       SVC_CONFORMANCE_PACKAGE_REGISTRY: registryUrl ?? "",
       SVC_CONFORMANCE_PACKAGE_CACHE: realPackageCache,
-      SVC_VALIDATION_ALLOWED_EXTENSION_DOMAINS: syntheaExtensionDomains.join(",")
+      ...syntheaEnv
     }
     const start = async () => {
       const server = await startSvc(["--sqlite", file], { cwd: dir.path, env })

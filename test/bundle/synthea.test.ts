@@ -10,7 +10,7 @@ import { Context, Effect, Layer } from "effect"
 import { type BackendKind, pgAvailable } from "../support/backends.ts"
 import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
 import { call, startServer, type TestServer } from "../support/server.ts"
-import { countByType, loadRefusedSynthea, loadSynthea, referencesIn, refusedSynthea, skipSynthea, type SyntheaBundle, syntheaExtensionDomains } from "../support/synthea.ts"
+import { countByType, loadRefusedSynthea, loadSynthea, referencesIn, refusedSynthea, skipSynthea, type SyntheaBundle, syntheaValidation } from "../support/synthea.ts"
 
 class Server extends Context.Tag("test/SyntheaServer")<Server, TestServer>() {}
 
@@ -91,7 +91,7 @@ for (const backend of backendsUnderTest) {
     layer(
       Layer.scoped(Server, startServer(backend.kind, {
         conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache },
-        validation: { allowed_extension_domains: [...syntheaExtensionDomains] }
+        validation: syntheaValidation
       })),
       { timeout: 600_000, excludeTestServices: true }
     )((it) => {

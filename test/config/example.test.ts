@@ -154,7 +154,7 @@ describe("documentation", () => {
     const written = settingsWritten(SPEC_ROWS)
     expect(leafNames.filter((name) => !written.has(name))).toEqual([
       "server.max_body_bytes", "server.max_page_bytes", "server.max_bundle_entries", "server.max_index_rows", "server.max_patch_operations",
-      "server.log_level", "database.statement_timeout_ms", "validation.allowed_extension_domains"
+      "server.log_level", "database.statement_timeout_ms", "validation.allowed_extension_domains", "validation.allow_example_urls", "validation.vital_signs"
     ])
   })
 

@@ -11,7 +11,7 @@ import { Context, Effect, Layer } from "effect"
 import { type BackendKind, pgAvailable } from "../support/backends.ts"
 import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
 import { call, type Reply, startServer, type TestServer } from "../support/server.ts"
-import { loadSynthea, skipSynthea, type SyntheaBundle, syntheaExtensionDomains } from "../support/synthea.ts"
+import { loadSynthea, skipSynthea, type SyntheaBundle, syntheaValidation } from "../support/synthea.ts"
 import { type Bounds, dateBounds, matchesDate, normalized, periodBounds } from "../support/searchExpect.ts"
 
 class Server extends Context.Tag("test/SyntheaSearchServer")<Server, TestServer>() {}
@@ -140,7 +140,7 @@ for (const backend of backendsUnderTest) {
     layer(
       Layer.scoped(Server, startServer(backend.kind, {
         conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache },
-        validation: { allowed_extension_domains: [...syntheaExtensionDomains] }
+        validation: syntheaValidation
       })),
       { timeout: 600_000, excludeTestServices: true }
     )((it) => {

@@ -37,6 +37,7 @@ export const defects: Readonly<Record<string, Defect>> = {
   "Organization-2.16.840.1.113883.19.5.json": { reason: "identifier with system urn:ietf:rfc:3986 and a bare OID as value (not a URI)", errors: ["not '2.16.840.1.113883.19.5'"] },
   "CapabilityStatement-example.json": { reason: "url urn:uuid: with an uppercase UUID", errors: ["UUIDs must be valid and lowercase"] },
   "TerminologyCapabilities-example.json": { reason: "url urn:uuid: with an uppercase UUID", errors: ["UUIDs must be valid and lowercase"] },
+  "Observation-f202.json": { reason: "a body temperature (LOINC 8310-5) without effective[x], which R4's body temperature profile, required of it by its code, makes mandatory", errors: ["Observation.effective[x]: minimum required = 1, but only found 0 (vital signs profile http://hl7.org/fhir/StructureDefinition/bodytemp"] },
   "Library-zika-virus-intervention-logic.json": { reason: "value sets given as the placeholder urn:oid:X.Y.Z, not an OID", errors: ["OIDs must be valid (X.Y.Z)"] },
   "CapabilityStatement-knowledge-repository.json": { reason: "search parameters stated as string whose definitions (Library-version...) are of type token", errors: ["Library-version has the type token, but the type here is string"] },
   "CapabilityStatement-measure-processor.json": { reason: "the search parameter Measure-version stated as string; its definition is of type token", errors: ["Measure-version has the type token, but the type here is string"] },

@@ -11,7 +11,7 @@ export const syntheaDir = fileURLToPath(new URL("../../../shared/data/synthea/",
 
 const present = existsSync(syntheaDir) && readdirSync(syntheaDir).some((file) => file.endsWith(".json"))
 
-export { syntheaExtensionDomains } from "./syntheaExtensions.ts"
+export { syntheaEnv, syntheaExtensionDomains, syntheaValidateOptions, syntheaValidation } from "./syntheaExtensions.ts"
 
 /** Skip the Synthea tests: the data is absent and this is not CI (under CI=true they run, and fail). */
 export const skipSynthea = !present && process.env["CI"] !== "true"

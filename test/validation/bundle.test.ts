@@ -37,7 +37,7 @@ describe("links", () => {
   })
 
   withCatalog("paging relations are allowed in search results and history only", (c) => {
-    const link = [{ relation: "next", url: "http://example.org/fhir/Bundle/b?page=2" }]
+    const link = [{ relation: "next", url: "http://svc.test/fhir/Bundle/b?page=2" }]
     const found = errors(validateResource(collection([{ fullUrl: "urn:uuid:206e7a1c-24a5-542b-bd55-f41ad8340e08", resource: patient() }], { link }), c))
     expect(found.map((issue) => [issue.expression, issue.diagnostics])).toEqual([
       ["Bundle.link[0].relation", "The link relation 'next' is for search results and history: it is not allowed in a collection Bundle"]
@@ -352,7 +352,7 @@ describe("references and canonicals", () => {
       "QuestionnaireResponse.questionnaire",
       "The canonical URL 'http://hl7.org/fhir/ValueSet/administrative-gender' refers to a ValueSet, where only Questionnaire is allowed"
     ]])
-    expect(errors(validateResource(response("http://example.org/Questionnaire/q"), c))).toEqual([])
+    expect(errors(validateResource(response("http://forms.test/Questionnaire/q"), c))).toEqual([])
   })
 
   withCatalog("the resources of a Parameters count as present for its references", (c) => {

@@ -150,15 +150,15 @@ describe("ImplementationGuide", () => {
     expect(saying(c, dependsOn({ uri: "http://example.org/other", version: "1.0.0" }), "should name the ImplementationGuide resource")).toEqual([
       expect.objectContaining({ severity: "error", expression: "ImplementationGuide.dependsOn[0]" })
     ])
-    expect(saying(c, dependsOn({ uri: "http://example.org/ImplementationGuide/other|1.0.0" }), "states none")).toHaveLength(1)
-    expect(saying(c, dependsOn({ uri: "http://example.org/ImplementationGuide/other|" , version: "1.0.0" }), "cannot end with '|'")).toHaveLength(1)
-    expect(saying(c, dependsOn({ uri: "http://example.org/ImplementationGuide/other", packageId: "example.fhir.other", version: "1.0 beta" }), "not a valid package version")).toHaveLength(1)
-    expect(saying(c, dependsOn({ uri: "http://example.org/ImplementationGuide/other|1.0.0", version: "2.0.0" }), "they must be the same")).toEqual([])
+    expect(saying(c, dependsOn({ uri: "http://guides.test/ImplementationGuide/other|1.0.0" }), "states none")).toHaveLength(1)
+    expect(saying(c, dependsOn({ uri: "http://guides.test/ImplementationGuide/other|" , version: "1.0.0" }), "cannot end with '|'")).toHaveLength(1)
+    expect(saying(c, dependsOn({ uri: "http://guides.test/ImplementationGuide/other", packageId: "example.fhir.other", version: "1.0 beta" }), "not a valid package version")).toHaveLength(1)
+    expect(saying(c, dependsOn({ uri: "http://guides.test/ImplementationGuide/other|1.0.0", version: "2.0.0" }), "they must be the same")).toEqual([])
     expect(saying(c, dependsOn({ uri: "http://example.org/other|1.0.0", version: "2.0.0" }), "they must be the same")).toHaveLength(1)
-    expect(saying(c, dependsOn({ uri: "http://example.org/ImplementationGuide/other", packageId: "not a package" }), "not a valid package id")).toEqual([
+    expect(saying(c, dependsOn({ uri: "http://guides.test/ImplementationGuide/other", packageId: "not a package" }), "not a valid package id")).toEqual([
       expect.objectContaining({ severity: "error", expression: "ImplementationGuide.dependsOn[0].packageId" })
     ])
-    const good = dependsOn({ uri: "http://example.org/ImplementationGuide/other", packageId: "example.fhir.other", version: "1.0.0" })
+    const good = dependsOn({ uri: "http://guides.test/ImplementationGuide/other", packageId: "example.fhir.other", version: "1.0.0" })
     expect(problems(c, good).filter((issue) => issue.expression.startsWith("ImplementationGuide.dependsOn"))).toEqual([])
   })
 
@@ -219,14 +219,14 @@ describe("StructureDefinition", () => {
   withCatalog("a logical model's type is a url in the definition's namespace; a FHIR type is not redefined", (c) => {
     const logical = (type: string) => ({
       ...profile({}, []),
-      url: "http://example.org/StructureDefinition/Boo", kind: "logical", type, derivation: "specialization",
+      url: "http://models.test/StructureDefinition/Boo", kind: "logical", type, derivation: "specialization",
       baseDefinition: "http://hl7.org/fhir/StructureDefinition/Element",
       differential: { element: [{ id: "Boo", path: "Boo" }] }
     })
     expect(saying(c, logical("Boo"), "is not defined by FHIR")).toEqual([expect.objectContaining({ severity: "error", expression: "StructureDefinition.type" })])
     expect(saying(c, logical("http://other.org/models/Boo"), "should be that of the definition")).toEqual([expect.objectContaining({ severity: "warning" })])
-    expect(problems(c, logical("http://example.org/StructureDefinition/Boo")).filter((i) => i.expression === "StructureDefinition.type" && i.code !== "code-invalid")).toEqual([])
-    expect(saying(c, { ...logical("http://example.org/StructureDefinition/Boo"), kind: "resource" }, "can only be defined by a logical model")).toEqual([
+    expect(problems(c, logical("http://models.test/StructureDefinition/Boo")).filter((i) => i.expression === "StructureDefinition.type" && i.code !== "code-invalid")).toEqual([])
+    expect(saying(c, { ...logical("http://models.test/StructureDefinition/Boo"), kind: "resource" }, "can only be defined by a logical model")).toEqual([
       expect.objectContaining({ severity: "error", expression: "StructureDefinition.type" })
     ])
     // A specialization of a FHIR type by another url.

@@ -99,14 +99,14 @@ const claiming = (url: string, fields: Record<string, unknown>) => ({ meta: { pr
 
 describe("meta.profile", () => {
   withCatalog("an unknown profile is a warning that says so; asked for explicitly, an error", (c) => {
-    const resource = { resourceType: "Patient", text: narrative, meta: { profile: ["http://example.org/unknown"] } }
+    const resource = { resourceType: "Patient", text: narrative, meta: { profile: ["http://profiles.test/unknown"] } }
     expect(validateResource(resource, c)).toEqual([{
       severity: "warning",
       code: "not-found",
       expression: "Patient",
-      diagnostics: "Profile http://example.org/unknown is unknown to this server: the resource was not checked against it"
+      diagnostics: "Profile http://profiles.test/unknown is unknown to this server: the resource was not checked against it"
     }])
-    expect(errors(validateResource({ resourceType: "Patient", text: narrative }, c, { profiles: ["http://example.org/unknown"] }))[0]?.code).toBe("not-found")
+    expect(errors(validateResource({ resourceType: "Patient", text: narrative }, c, { profiles: ["http://profiles.test/unknown"] }))[0]?.code).toBe("not-found")
   })
 
   withCatalog("a profile for another type is an error", (c) => {

@@ -6,7 +6,7 @@ import { catalogTests, errors, problems } from "./support.ts"
 
 const withCatalog = catalogTests()
 
-const url = "http://example.com/Questionnaire/q"
+const url = "http://forms.test/Questionnaire/q"
 
 const questionnaire = (items: ReadonlyArray<Record<string, unknown>>, extra: Record<string, unknown> = {}) =>
   ({ resourceType: "Questionnaire", url, name: "Q", status: "active", item: items, ...extra })
@@ -50,7 +50,7 @@ describe("finding the Questionnaire", () => {
       resourceType: "Bundle",
       type: "collection",
       entry: [
-        { fullUrl: "http://example.com/Questionnaire/q", resource: questionnaire([{ linkId: "a", type: "integer" }], { id: "q" }) },
+        { fullUrl: "http://forms.test/Questionnaire/q", resource: questionnaire([{ linkId: "a", type: "integer" }], { id: "q" }) },
         { fullUrl: "urn:uuid:6e3b6e2a-4a5e-4a28-9d3c-2b8f4c7a1e01", resource: response([{ linkId: "a", answer: [{ valueString: "x" }] }]) }
       ]
     }
@@ -226,7 +226,7 @@ describe("answer values", () => {
     const q = questionnaire([{ linkId: "s", type: "string", answerValueSet: "http://hl7.org/fhir/ValueSet/administrative-gender" }])
     expect(against(c, q, response([{ linkId: "s", answer: [{ valueString: "male" }] }]))).toEqual([])
     expect(one(against(c, q, response([{ linkId: "s", answer: [{ valueString: "dog" }] }]))).diagnostics).toContain("not in the list of allowed values")
-    const unknown = questionnaire([{ linkId: "s", type: "string", answerValueSet: "http://example.com/ValueSet/none" }])
+    const unknown = questionnaire([{ linkId: "s", type: "string", answerValueSet: "http://forms.test/ValueSet/none" }])
     expect(one(against(c, unknown, response([{ linkId: "s", answer: [{ valueString: "dog" }] }])))).toMatchObject({ severity: "warning", code: "not-found" })
   })
 
@@ -248,7 +248,7 @@ describe("answer values", () => {
   })
 
   withCatalog("choice answers must be among the options; an exclusive option stands alone", (c) => {
-    const coding = (code: string) => ({ system: "http://example.com/cs", code })
+    const coding = (code: string) => ({ system: "http://forms.test/cs", code })
     const q = questionnaire([{
       linkId: "c", type: "choice", repeats: true,
       answerOption: [{ valueCoding: coding("a") }, { valueCoding: coding("b") }, { valueCoding: coding("none"), extension: [ext("questionnaire-optionExclusive", { valueBoolean: true })] }]
@@ -257,13 +257,13 @@ describe("answer values", () => {
     expect(against(c, q, response([{ linkId: "c", answer: [{ valueCoding: coding("none") }] }]))).toEqual([])
     const found = against(c, q, response([{ linkId: "c", answer: [{ valueCoding: coding("a") }, { valueCoding: coding("none") }, { valueCoding: coding("z") }] }]))
     expect(found.map((i) => [i.expression, i.diagnostics])).toEqual([
-      ["QuestionnaireResponse.item[0].answer[1]", "The answer http://example.com/cs#none is an exclusive option: no other answer may be selected with it"],
-      ["QuestionnaireResponse.item[0].answer[2]", "The code http://example.com/cs::z is not one of the permitted values"]
+      ["QuestionnaireResponse.item[0].answer[1]", "The answer http://forms.test/cs#none is an exclusive option: no other answer may be selected with it"],
+      ["QuestionnaireResponse.item[0].answer[2]", "The code http://forms.test/cs::z is not one of the permitted values"]
     ])
   })
 
   withCatalog("a string answer to a choice item with only coded options is an error; on an open-choice item it is allowed", (c) => {
-    const options = [{ valueCoding: { system: "http://example.com/cs", code: "a", display: "Apple" } }]
+    const options = [{ valueCoding: { system: "http://forms.test/cs", code: "a", display: "Apple" } }]
     const choice = questionnaire([{ linkId: "c", type: "choice", answerOption: options }])
     const found = one(against(c, choice, response([{ linkId: "c", answer: [{ valueString: "pear" }] }])))
     expect(found).toMatchObject({ severity: "error", expression: "QuestionnaireResponse.item[0].answer[0]", diagnostics: "The answer options list no value of type string" })
@@ -275,7 +275,7 @@ describe("answer values", () => {
   withCatalog("answers to a choice item that lists no options cannot be checked: information", (c) => {
     const q = questionnaire([{ linkId: "c", type: "choice", repeats: true }])
     const found = validateResource(response([{ linkId: "c", answer: [
-      { valueCoding: { system: "http://example.com/cs", code: "a" } }, { valueString: "s" }, { valueInteger: 1 }, { valueDate: "2020-01-01" }, { valueTime: "10:00:00" }
+      { valueCoding: { system: "http://forms.test/cs", code: "a" } }, { valueString: "s" }, { valueInteger: 1 }, { valueDate: "2020-01-01" }, { valueTime: "10:00:00" }
     ] }]), c, { questionnaire: (u) => (u === url ? q : undefined) }).filter((i) => i.diagnostics.includes("no options"))
     expect(found.map((i) => [i.severity, i.expression, i.diagnostics])).toEqual([
       ["information", "QuestionnaireResponse.item[0].answer[0]", "The Coding cannot be checked: the item lists no options"],
@@ -294,7 +294,7 @@ describe("answer values", () => {
     ])
     expect(against(c, q, response([{ linkId: "d", answer: [{ valueDecimal: 1 }] }]))).toEqual([])
     const found = against(c, q, response([
-      { linkId: "c", answer: [{ valueCoding: { system: "http://example.com/cs", code: "a" } }, { valueInteger: 1 }, { valueDate: "2020-01-01" }, { valueTime: "10:00:00" }] },
+      { linkId: "c", answer: [{ valueCoding: { system: "http://forms.test/cs", code: "a" } }, { valueInteger: 1 }, { valueDate: "2020-01-01" }, { valueTime: "10:00:00" }] },
       { linkId: "n", answer: [{ valueInteger: 1 }] },
       { linkId: "d", answer: [{ valueDecimal: 1.5 }] }
     ]))
@@ -328,7 +328,7 @@ describe("answer values", () => {
     expect(against(c, q, response([{ linkId: "a", answer: [{ valueAttachment: { contentType: "image/png", data: "AAAA" } }] }]))).toEqual([])
     const found = against(c, q, response([{ linkId: "a", answer: [
       { valueAttachment: { contentType: "application/pdf" } },
-      { valueAttachment: { url: "http://example.com/photo" } },
+      { valueAttachment: { url: "http://forms.test/photo" } },
       { valueAttachment: { contentType: "image/png", data: "AAAAAAAA" } }
     ] }]))
     expect(found.map((i) => [i.expression, i.diagnostics])).toEqual([
@@ -369,7 +369,7 @@ describe("answer values", () => {
     const answer = (code: string) => response([{ linkId: "q", answer: [{ valueQuantity: { value: 1, system: "http://hl7.org/fhir/administrative-gender", code } }] }])
     expect(against(c, q("http://hl7.org/fhir/ValueSet/administrative-gender"), answer("male"))).toEqual([])
     expect(one(errors(against(c, q("http://hl7.org/fhir/ValueSet/administrative-gender"), answer("dog")))).diagnostics).toContain("not in the unit value set")
-    expect(one(against(c, q("http://example.com/ValueSet/units"), answer("male")))).toMatchObject({ severity: "warning", code: "not-found" })
+    expect(one(against(c, q("http://forms.test/ValueSet/units"), answer("male")))).toMatchObject({ severity: "warning", code: "not-found" })
   })
 
   withCatalog("quantity answers use one of the unitOptions", (c) => {
@@ -457,8 +457,8 @@ describe("the Questionnaire's own rules", () => {
     const base = questionnaire([{ linkId: "a", type: "string", maxLength: 10 }, { linkId: "b", type: "integer", required: true }])
     const derived = (items: ReadonlyArray<Record<string, unknown>>, code = "compliesWith") => ({
       ...questionnaire(items),
-      url: "http://example.com/Questionnaire/derived",
-      derivedFrom: ["http://example.com/Questionnaire/q"],
+      url: "http://forms.test/Questionnaire/derived",
+      derivedFrom: ["http://forms.test/Questionnaire/q"],
       _derivedFrom: [{ extension: [{ url: "http://hl7.org/fhir/StructureDefinition/questionnaire-derivationType", valueCoding: { system: "http://hl7.org/fhir/questionnaire-derivationType", code } }] }]
     })
     // questionnaire-derivationType is an extension R4 core does not define: its own warning is left out here.
@@ -475,37 +475,37 @@ describe("the Questionnaire's own rules", () => {
 
   const derivedFrom = (items: ReadonlyArray<Record<string, unknown>>, coding: Record<string, unknown> | undefined) => ({
     ...questionnaire(items),
-    url: "http://example.com/Questionnaire/derived",
-    derivedFrom: ["http://example.com/Questionnaire/q"],
+    url: "http://forms.test/Questionnaire/derived",
+    derivedFrom: ["http://forms.test/Questionnaire/q"],
     _derivedFrom: [{ extension: [{ url: "http://hl7.org/fhir/StructureDefinition/questionnaire-derivationType", ...(coding === undefined ? { valueString: "x" } : { valueCoding: coding }) }] }]
   })
   const derivationType = (code: string) => ({ system: "http://hl7.org/fhir/questionnaire-derivationType", code })
 
   withCatalog("a derived item keeps the base item's answer options, repeats and definition", (c) => {
-    const option = (code: string) => ({ valueCoding: { system: "http://example.com/cs", code } })
+    const option = (code: string) => ({ valueCoding: { system: "http://forms.test/cs", code } })
     const base = questionnaire([
-      { linkId: "a", type: "choice", answerOption: [option("x"), option("y")], definition: "http://example.com/def#a" },
-      { linkId: "b", type: "choice", answerValueSet: "http://example.com/ValueSet/b" }
+      { linkId: "a", type: "choice", answerOption: [option("x"), option("y")], definition: "http://forms.test/def#a" },
+      { linkId: "b", type: "choice", answerValueSet: "http://forms.test/ValueSet/b" }
     ])
     const check = (items: ReadonlyArray<Record<string, unknown>>) =>
       validateResource(derivedFrom(items, derivationType("compliesWith")), c, { questionnaire: (u) => (u === url ? base : undefined) })
         .filter((i) => i.code === "business-rule").map((i) => [i.severity, i.expression, i.diagnostics])
-    expect(check([{ linkId: "a", type: "choice", answerOption: [option("x")], definition: "http://example.com/def#a" }, { linkId: "b", type: "choice", answerValueSet: "http://example.com/ValueSet/b2" }])).toEqual([])
+    expect(check([{ linkId: "a", type: "choice", answerOption: [option("x")], definition: "http://forms.test/def#a" }, { linkId: "b", type: "choice", answerValueSet: "http://forms.test/ValueSet/b2" }])).toEqual([])
     expect(check([
       { linkId: "a", type: "choice", answerOption: [option("z")], repeats: true },
       { linkId: "b", type: "choice", answerOption: [option("x")] }
     ])).toEqual([
-      ["error", "Questionnaire.item[0].repeats", "The item 'a' of the questionnaire 'http://example.com/Questionnaire/q' does not repeat, so it cannot repeat here"],
-      ["information", "Questionnaire.item[0]", "The item 'a' of the questionnaire 'http://example.com/Questionnaire/q' has the definition 'http://example.com/def#a', which should be repeated here"],
-      ["error", "Questionnaire.item[0].answerOption[0]", "The item 'a' of the questionnaire 'http://example.com/Questionnaire/q' does not have this answerOption, so it is not allowed here"],
-      ["error", "Questionnaire.item[1]", "The item 'b' of the questionnaire 'http://example.com/Questionnaire/q' has an answerValueSet, while this has answerOptions: that cannot be checked"]
+      ["error", "Questionnaire.item[0].repeats", "The item 'a' of the questionnaire 'http://forms.test/Questionnaire/q' does not repeat, so it cannot repeat here"],
+      ["information", "Questionnaire.item[0]", "The item 'a' of the questionnaire 'http://forms.test/Questionnaire/q' has the definition 'http://forms.test/def#a', which should be repeated here"],
+      ["error", "Questionnaire.item[0].answerOption[0]", "The item 'a' of the questionnaire 'http://forms.test/Questionnaire/q' does not have this answerOption, so it is not allowed here"],
+      ["error", "Questionnaire.item[1]", "The item 'b' of the questionnaire 'http://forms.test/Questionnaire/q' has an answerValueSet, while this has answerOptions: that cannot be checked"]
     ])
-    expect(check([{ linkId: "a", type: "choice", answerValueSet: "http://example.com/ValueSet/a", definition: "http://example.com/other" }]).map((i) => i[2])).toEqual([
-      "The item 'a' of the questionnaire 'http://example.com/Questionnaire/q' has the definition 'http://example.com/def#a': is it meant to change?",
-      "The item 'a' of the questionnaire 'http://example.com/Questionnaire/q' has answerOptions, while this has an answerValueSet: that cannot be checked"
+    expect(check([{ linkId: "a", type: "choice", answerValueSet: "http://forms.test/ValueSet/a", definition: "http://forms.test/other" }]).map((i) => i[2])).toEqual([
+      "The item 'a' of the questionnaire 'http://forms.test/Questionnaire/q' has the definition 'http://forms.test/def#a': is it meant to change?",
+      "The item 'a' of the questionnaire 'http://forms.test/Questionnaire/q' has answerOptions, while this has an answerValueSet: that cannot be checked"
     ])
-    expect(check([{ linkId: "a", type: "choice", definition: "http://example.com/def#a" }]).map((i) => i[2])).toEqual([
-      "The item 'a' of the questionnaire 'http://example.com/Questionnaire/q' has answerOptions, so this item must have some too"
+    expect(check([{ linkId: "a", type: "choice", definition: "http://forms.test/def#a" }]).map((i) => i[2])).toEqual([
+      "The item 'a' of the questionnaire 'http://forms.test/Questionnaire/q' has answerOptions, so this item must have some too"
     ])
   })
 

@@ -9,7 +9,7 @@
  */
 import { expect } from "vitest"
 import { validateResource } from "../../src/validation/Validator.ts"
-import { loadRefusedSynthea, loadSynthea, skipSynthea, syntheaExtensionDomains } from "../support/synthea.ts"
+import { loadRefusedSynthea, loadSynthea, skipSynthea, syntheaValidateOptions } from "../support/synthea.ts"
 import { catalogTests, errors } from "./support.ts"
 
 const withCatalog = catalogTests()
@@ -34,7 +34,7 @@ withCatalog("every Synthea resource validates without error, but for the known d
   for (const { file, bundle } of [...loadSynthea(), ...loadRefusedSynthea()]) {
     bundle.entry.forEach((entry, i) => {
       resources++
-      for (const issue of errors(validateResource(entry.resource, c, { allowedExtensionDomains: syntheaExtensionDomains }))) {
+      for (const issue of errors(validateResource(entry.resource, c, syntheaValidateOptions))) {
         if (knownDefects.some((defect) => defect.file === file && defect.diagnostics === issue.diagnostics)) known++
         else found.push(`${file} entry[${i}] ${issue.expression}: ${issue.diagnostics}`)
       }

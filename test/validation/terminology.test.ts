@@ -341,15 +341,18 @@ describe("the vital signs profiles", () => {
     valueQuantity: { value: 37, unit: "Cel", system: "http://unitsofmeasure.org", code: "Cel" }, ...extra
   })
 
-  withCatalog("an Observation with a vital sign's code is checked against its profile, as warnings", (c) => {
+  withCatalog("an Observation with a vital sign's code is checked against its profile: errors, or warnings when so set", (c) => {
     expect(problems(c, temperature({ code: { coding: [{ system: "http://loinc.org", code: "2339-0" }] } }))).toEqual([])
     const { effectiveDateTime: _, ...undated } = temperature({ code: { coding: [{ system: "http://loinc.org", code: "8331-1" }] } })
-    const oral = problems(c, undated)
+    const oral = errors(problems(c, undated))
     expect(oral.length).toBeGreaterThan(0)
-    expect(oral.every((issue) => issue.severity === "warning")).toBe(true)
     expect(oral.map((issue) => issue.diagnostics)).toContainEqual(expect.stringContaining("slice 'BodyTempCode' requires at least 1"))
     expect(oral.map((issue) => issue.diagnostics)).toContainEqual(expect.stringContaining("Observation.effective[x]: minimum required = 1"))
     expect(oral.every((issue) => issue.diagnostics.includes("vital signs profile http://hl7.org/fhir/StructureDefinition/bodytemp"))).toBe(true)
+    // validation.vital_signs = "warning": the same findings, none of them refusing the Observation.
+    const warned = validateResource(undated, c, { vitalSigns: "warning" })
+    expect(errors(warned)).toEqual([])
+    expect(oral.every((error) => warned.some((issue) => issue.severity === "warning" && issue.diagnostics === error.diagnostics))).toBe(true)
   })
 
   withCatalog("an Observation with another code is not held to a vital signs profile", (c) => {

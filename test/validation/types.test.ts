@@ -75,7 +75,7 @@ describe("URIs", () => {
       resourceType: "Measure",
       text: narrative,
       status: "draft",
-      library: ["Library/x", "http://example.org/Library/x"]
+      library: ["Library/x", "http://measures.test/Library/x"]
     })
     const issue = one(issues, "Measure.library[0]")
     expect(issue.severity).toBe("warning")
