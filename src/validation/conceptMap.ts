@@ -86,13 +86,10 @@ const readSide = (reporter: Reporter, group: Json, at: string, side: "source" | 
     return { kind: "none" }
   }
   const versionGiven = group[`${side}Version`]
-  let system = given
-  let version: string | undefined
-  if (typeof versionGiven === "string") version = versionGiven
-  else if (given.includes("|")) {
-    system = withoutVersion(given)
-    version = given.slice(given.indexOf("|") + 1)
-  } else version = scope?.versions.get(given)
+  const system = withoutVersion(given)
+  const version = typeof versionGiven === "string" ? versionGiven
+    : given.includes("|") ? given.slice(given.indexOf("|") + 1)
+    : scope?.versions.get(given)
   const catalog = reporter.registry.catalog
   if (serverSide.has(system)) return { kind: "scope", system, version, known: "known" }
   const exact = version === undefined ? undefined : catalog.codeSystem(`${system}|${version}`)
