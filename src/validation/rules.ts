@@ -8,11 +8,14 @@
  *   identifiers in codes, filters and ECL are well-formed.
  * - Identifier: an absolute system, and a URI value with urn:ietf:rfc:3986 (uris.ts).
  * - Meta: no security label twice (security.ts).
- * - Coding, and more of CodeSystem, ValueSet and ConceptMap: terminology.ts and terminologyResources.ts.
+ * - Coding, and more of CodeSystem, ValueSet and ConceptMap: terminology.ts, terminologyResources.ts,
+ *   conceptMap.ts and codeSystemAdvice.ts.
  */
 import { isObject, type Json } from "../catalog/json.ts"
 import { bundle } from "./bundle.ts"
+import { codeSystemAdvice } from "./codeSystemAdvice.ts"
 import { codeInSystemProblem, sctidProblem, snomed } from "./codes.ts"
+import { conceptMapRules } from "./conceptMap.ts"
 import { conformanceRules } from "./conformance.ts"
 import { measureRules } from "./measure.ts"
 import type { Severity } from "./Issue.ts"
@@ -22,7 +25,7 @@ import type { Registry } from "./registry.ts"
 import { duplicateSecurityLabels } from "./security.ts"
 import { identifierProblems } from "./uris.ts"
 import { checkCoding } from "./terminology.ts"
-import { codeSystemRules, conceptMapRules, valueSetRules } from "./terminologyResources.ts"
+import { codeSystemRules, valueSetRules } from "./terminologyResources.ts"
 
 export interface Reporter {
   readonly registry: Registry
@@ -167,7 +170,7 @@ const byResource: ReadonlyMap<string, Rule> = combine([
   ["Bundle", bundle],
   ["CodeSystem", codeSystem], ["CodeSystem", codeSystemRules],
   ["ValueSet", valueSet], ["ValueSet", valueSetRules],
-  ["ConceptMap", conceptMapRules],
+  ...conceptMapRules, ...codeSystemAdvice,
   ["Questionnaire", questionnaireRule], ["QuestionnaireResponse", questionnaireResponseRule],
   ...conformanceRules, ...measureRules
 ])

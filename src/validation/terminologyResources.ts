@@ -7,17 +7,13 @@
  *   names a code system (not a value set, not a supplement); a filter's property is one its system knows,
  *   and its value has the form of the property's type (a Coding is `system(|version)#code`, and names a
  *   code of a system held completely).
- * - ConceptMap (https://hl7.org/fhir/R4/conceptmap.html): the source and target codes of a group are codes
- *   of its source and target systems when the server holds them completely, and of the map's source and
- *   target value sets when those can be expanded; their displays are the codes' displays. All warnings:
- *   the HL7 reference validator makes an unknown code of a complete system an error, but R4's own maps
- *   join several codes with commas, and the version of a system held here may be older than a map's.
+ * ConceptMap rules are in conceptMap.ts.
  */
 import { isObject, type Json } from "../catalog/json.ts"
 import type { CodeSystemDef } from "../catalog/definitions.ts"
 import type { Reporter } from "./rules.ts"
 import { sctidProblem, snomed } from "./codes.ts"
-import { displayProblem, loinc, loincProblem } from "./terminology.ts"
+import { loinc, loincProblem } from "./terminology.ts"
 
 const list = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
 
@@ -224,55 +220,4 @@ export const valueSetRules = (value: Json, path: string, reporter: Reporter): vo
       })
     })
   }
-}
-
-/** A ConceptMap's source or target value set (`source[x]`, `target[x]`), when it can be expanded here. */
-const scope = (reporter: Reporter, value: Json, side: "source" | "target"): { readonly url: string; readonly codes: ReadonlySet<string> } | undefined => {
-  const url = value[`${side}Canonical`] ?? value[`${side}Uri`]
-  if (typeof url !== "string" || reporter.registry.catalog.valueSet(url.replace(/\|.*$/, "")) === undefined) return undefined
-  const membership = reporter.registry.membership(url)
-  return membership.known ? { url, codes: membership.pairs } : undefined
-}
-
-export const conceptMapRules = (value: Json, path: string, reporter: Reporter): void => {
-  const catalog = reporter.registry.catalog
-  const sourceScope = scope(reporter, value, "source")
-  const targetScope = scope(reporter, value, "target")
-  list(value["group"]).forEach((group, g) => {
-    if (!isObject(group)) return
-    const held = (system: unknown, version: unknown): CodeSystemDef | undefined => {
-      if (typeof system !== "string") return undefined
-      const codeSystem = (typeof version === "string" ? catalog.codeSystem(`${system}|${version}`) : undefined) ?? catalog.codeSystem(system)
-      return codeSystem !== undefined && codeSystem.content === "complete" ? codeSystem : undefined
-    }
-    const source = held(group["source"], group["sourceVersion"])
-    const target = held(group["target"], group["targetVersion"])
-    const check = (item: Json, at: string, side: "source" | "target", codeSystem: CodeSystemDef | undefined, system: unknown, inScope: typeof sourceScope): void => {
-      const code = item["code"]
-      if (typeof code !== "string") return
-      if (codeSystem !== undefined) {
-        const concept = codeSystem.concept(code)
-        if (concept === undefined) {
-          reporter.report("warning", "code-invalid", `${at}.code`, `The ${side} code '${code}' is not valid in the code system ${versioned(codeSystem)}`)
-          return
-        }
-        const display = item["display"]
-        if (typeof display === "string" && displayProblem(codeSystem.url, concept, display) !== undefined) {
-          const displays = [concept.display, ...list(concept.json["designation"]).map((d) => (isObject(d) ? d["value"] : undefined))].filter((d) => typeof d === "string")
-          reporter.report("warning", "code-invalid", `${at}.code`, `The ${side} display '${display}' for the code '${versioned(codeSystem)}#${code}' is not valid. Possible displays: ${displays.map((d) => `'${d}'`).join(", ")}`)
-        }
-      }
-      if (inScope !== undefined && typeof system === "string" && !inScope.codes.has(`${system}|${code}`)) {
-        reporter.report("warning", "code-invalid", `${at}.code`, `The ${side} code '${code}' is not valid in the value set ${inScope.url}`)
-      }
-    }
-    list(group["element"]).forEach((element, e) => {
-      if (!isObject(element)) return
-      const at = `${path}.group[${g}].element[${e}]`
-      check(element, at, "source", source, group["source"], sourceScope)
-      list(element["target"]).forEach((item, t) => {
-        if (isObject(item)) check(item, `${at}.target[${t}]`, "target", target, group["target"], targetScope)
-      })
-    })
-  })
 }
