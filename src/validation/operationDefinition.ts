@@ -36,23 +36,25 @@ const operationByUrl = (reporter: Reporter, url: string): OperationDef | undefin
   return byUrl.get(url) ?? (url.includes("|") ? byUrl.get(url.slice(0, url.indexOf("|"))) : undefined)
 }
 
+const unversioned = (url: string): string => (url.includes("|") ? url.slice(0, url.indexOf("|")) : url)
+
+/** The chain of bases, followed through the operations the catalog holds, names the operation's own url. */
 const circularBase = (value: Json, path: string, reporter: Reporter): void => {
   const url = text(value["url"])
   let base = text(value["base"])
   if (url === undefined || base === undefined) return
   let last = url
   const seen = new Set<string>()
-  let operation = operationByUrl(reporter, base)
-  while (operation !== undefined && !seen.has(operation.url)) {
-    if (operation.url === url) {
+  while (base !== undefined && !seen.has(unversioned(base))) {
+    const operation = operationByUrl(reporter, base)
+    if (unversioned(base) === url || operation?.url === url) {
       reporter.report("error", "unknown", path, `The definition of the operation is circular: it depends on itself (url = '${url}', from '${last}')`)
       return
     }
-    seen.add(operation.url)
+    if (operation === undefined) return
+    seen.add(unversioned(base))
     last = base
     base = text(operation.resource["base"])
-    if (base === undefined) return
-    operation = operationByUrl(reporter, base)
   }
 }
 
