@@ -6,7 +6,8 @@
  * - MeasureReport: a subject list is only given, and agrees with the count, in a `subject-list` report; a
  *   `data-collection` report has no score. When the Measure is contained in the report, each group,
  *   population and stratifier of the report matches one of the Measure by its code, each of the Measure
- *   is reported, and the score fits the Measure's scoring.
+ *   is reported, and the score fits the Measure's scoring (and the unit the Measure fixes with the
+ *   questionnaire-unit extension).
  */
 import { isObject, type Json } from "../catalog/json.ts"
 import type { Reporter } from "./rules.ts"
@@ -242,10 +243,25 @@ const score = (group: Json, at: string, theMeasure: Json | undefined, scoring: s
     if (typeof scoreValue === "number" && (scoreValue < 0 || scoreValue > 1)) {
       reporter.report("error", "value", `${sat}.value`, "The score of a proportion is between 0 and 1")
     }
-  } else if (scoring === "ratio" && measureScore["code"] === undefined) {
-    reporter.report("warning", "business-rule", sat, "A unit should be given when the Measure's scoring is ratio")
+  } else {
+    // The Measure may fix the unit of its score with the questionnaire-unit extension.
+    const unitExtension = list(theMeasure["extension"]).find((e) => isObject(e) && e["url"] === questionnaireUnit)
+    const fixed = isObject(unitExtension) && isObject(unitExtension["valueCoding"]) ? unitExtension["valueCoding"] : undefined
+    const code = measureScore["code"]
+    if (code !== undefined && fixed !== undefined) {
+      if (code !== fixed["code"]) reporter.report("error", "code-invalid", `${sat}.code`, `This value is fixed by the Measure to '${String(fixed["code"])}'`)
+      if (measureScore["system"] !== fixed["system"]) {
+        reporter.report("error", "code-invalid", measureScore["system"] === undefined ? sat : `${sat}.system`, `The unit system is fixed by the Measure to '${String(fixed["system"])}'`)
+      }
+    } else if (fixed !== undefined) {
+      reporter.report("error", "not-found", sat, `The unit is fixed by the Measure to ${String(fixed["system"] ?? "")}#${String(fixed["code"] ?? "")}, but the score has none`)
+    } else if (scoring === "ratio" && code === undefined) {
+      reporter.report("warning", "business-rule", sat, "A unit should be given when the Measure's scoring is ratio")
+    }
   }
 }
+
+const questionnaireUnit = "http://hl7.org/fhir/StructureDefinition/questionnaire-unit"
 
 const stratifiers = (group: Json, at: string, measureGroup: Json, reporter: Reporter): void => {
   const defined = objects(measureGroup["stratifier"])

@@ -17,7 +17,10 @@ import { codeSystemAdvice } from "./codeSystemAdvice.ts"
 import { codeInSystemProblem, sctidProblem, snomed } from "./codes.ts"
 import { conceptMapRules } from "./conceptMap.ts"
 import { conformanceRules } from "./conformance.ts"
+import { hl7ArtefactRules } from "./hl7Artefacts.ts"
 import { measureRules } from "./measure.ts"
+import { operationDefinitionRules } from "./operationDefinition.ts"
+import { parametersRules } from "./parameters.ts"
 import type { Severity } from "./Issue.ts"
 import { questionnaireResponseRule, questionnaireRule, type QuestionnaireLookup } from "./questionnaire.ts"
 import type { FoundReference } from "./referencePolicy.ts"
@@ -36,6 +39,8 @@ export interface Reporter {
   readonly bundle?: Json | undefined
   /** The references met so far in the walk (those inside a resource are there when its rule runs). */
   readonly references: ReadonlyArray<FoundReference>
+  /** The walk's options: `examples` when validating a specification's examples. */
+  readonly options?: { readonly examples?: boolean | undefined } | undefined
 }
 
 export type Rule = (value: Json, path: string, reporter: Reporter) => void
@@ -172,7 +177,7 @@ const byResource: ReadonlyMap<string, Rule> = combine([
   ["ValueSet", valueSet], ["ValueSet", valueSetRules],
   ...conceptMapRules, ...codeSystemAdvice,
   ["Questionnaire", questionnaireRule], ["QuestionnaireResponse", questionnaireResponseRule],
-  ...conformanceRules, ...measureRules
+  ...conformanceRules, ...measureRules, ...operationDefinitionRules, ...parametersRules, ...hl7ArtefactRules
 ])
 const byType: ReadonlyMap<string, Rule> = new Map([
   ["Attachment", attachment],
