@@ -23,6 +23,7 @@ import { duplicateSecurityLabels } from "./security.ts"
 import { identifierProblems } from "./uris.ts"
 import { checkCoding } from "./terminology.ts"
 import { codeSystemRules, conceptMapRules, valueSetRules } from "./terminologyResources.ts"
+import { valueSetAuthoringRules } from "./valueSetAuthoring.ts"
 
 export interface Reporter {
   readonly registry: Registry
@@ -33,6 +34,8 @@ export interface Reporter {
   readonly bundle?: Json | undefined
   /** The references met so far in the walk (those inside a resource are there when its rule runs). */
   readonly references: ReadonlyArray<FoundReference>
+  /** How the walk was asked to validate: `examples` when validating a specification's examples. */
+  readonly options?: { readonly examples?: boolean | undefined } | undefined
 }
 
 export type Rule = (value: Json, path: string, reporter: Reporter) => void
@@ -166,7 +169,7 @@ const combine = (entries: ReadonlyArray<readonly [string, Rule]>): ReadonlyMap<s
 const byResource: ReadonlyMap<string, Rule> = combine([
   ["Bundle", bundle],
   ["CodeSystem", codeSystem], ["CodeSystem", codeSystemRules],
-  ["ValueSet", valueSet], ["ValueSet", valueSetRules],
+  ["ValueSet", valueSet], ["ValueSet", valueSetRules], ...valueSetAuthoringRules,
   ["ConceptMap", conceptMapRules],
   ["Questionnaire", questionnaireRule], ["QuestionnaireResponse", questionnaireResponseRule],
   ...conformanceRules, ...measureRules
