@@ -245,6 +245,14 @@ const checkInclude = (value: Json, include: Json, at: string, reporter: Reporter
         reporter.report("error", "invalid", at, `It is not valid to refer to a CodeSystem by an identifier like this '${system}', and the identifier matches to multiple CodeSystem resources (${urls.join(",")})`)
       }
     }
+    filters.forEach((filter, j) => {
+      const property = filter["property"]
+      if (typeof property !== "string") return
+      const known = externalFilterProperties.get(system!) ?? commonFilterProperties
+      if (!known.includes(property)) {
+        reporter.report("information", "invalid", `${at}.filter[${j}]`, `No definition can be found for the system ${system}, and the property '${property}' is not a generally known property, so the property might not be valid, or understood by the terminology ecosystem. In case it's useful, the list of generally known properties for all systems is ${known.join(",")}`)
+      }
+    })
     // A value set named as the system is an error of its own (terminologyResources.ts): its concepts are not checked.
     if (catalog.valueSet(system) !== undefined) return
     if (concepts.length > includeCodeLimit) {
@@ -256,14 +264,6 @@ const checkInclude = (value: Json, include: Json, at: string, reporter: Reporter
     } else if (concepts.length === 1) {
       unknownSystem(at, system, version, reporter)
     }
-    filters.forEach((filter, j) => {
-      const property = filter["property"]
-      if (typeof property !== "string") return
-      const known = externalFilterProperties.get(system!) ?? commonFilterProperties
-      if (!known.includes(property)) {
-        reporter.report("information", "invalid", `${at}.filter[${j}]`, `No definition can be found for the system ${system}, and the property '${property}' is not a generally known property, so the property might not be valid, or understood by the terminology ecosystem. In case it's useful, the list of generally known properties for all systems is ${known.join(",")}`)
-      }
-    })
     return
   }
   if (held.content === "supplement") return
@@ -277,12 +277,15 @@ const checkInclude = (value: Json, include: Json, at: string, reporter: Reporter
     }
     return
   }
-  if (held.content !== "complete" && held.content !== "fragment" && held.content !== "example") return
+  const content = held.content === "complete" || held.content === "fragment" || held.content === "example"
+  // Without the content, the codes are checked only where a terminology service would check them.
+  if (!content && !externalSystems.has(system)) return
   if (concepts.length > includeCodeLimit) {
     tooMany(at, concepts.length, reporter)
     return
   }
   if (concepts.length > 1) checkDisplayMix(concepts, at, system, reporter)
+  if (!content) return
   if (held.content === "example") return
   list(include["concept"]).forEach((concept, j) => {
     if (!isObject(concept) || typeof concept["code"] !== "string" || typeof concept["display"] !== "string") return
