@@ -146,14 +146,17 @@ const semanticTagged = (display: string): boolean => {
   return display.endsWith(")") && open > -1 && open > display.length - 20
 }
 
-const checkImports = (include: Json, at: string, reporter: Reporter): void => {
+const checkImports = (value: Json, include: Json, at: string, reporter: Reporter): void => {
   const catalog = reporter.registry.catalog
   const imports = list(include["valueSet"])
   imports.forEach((url, k) => {
     if (typeof url !== "string" || url === "") return
     const bare = url.replace(/\|.*$/, "")
+    // `#id`: a contained resource of the value set.
+    const contained = bare.startsWith("#") ? list(value["contained"]).find((item) => isObject(item) && `#${String(item["id"])}` === bare) : undefined
+    if (isObject(contained) && contained["resourceType"] === "ValueSet") return
     if (catalog.valueSet(url) !== undefined || catalog.valueSet(bare) !== undefined || implicitValueSet(bare)) return
-    const type = otherResourceType(catalog, bare)
+    const type = isObject(contained) ? String(contained["resourceType"]) : otherResourceType(catalog, bare)
     reporter.report("warning", "business-rule", `${at}.valueSet[${k}]`, type === undefined
       ? `The value set import ${url} could not be found so cannot be checked`
       : `The value set import ${url} points to a resource of type ${type} which is not valid`)
@@ -217,7 +220,7 @@ const checkInclude = (value: Json, include: Json, at: string, reporter: Reporter
       reporter.report("error", "business-rule", at, `Value set System references must not use the canonical version syntax - the version '${given}' is already in the version property`)
     }
   }
-  checkImports(include, at, reporter)
+  checkImports(value, include, at, reporter)
   const concepts = list(include["concept"]).filter(isObject)
   const filters = list(include["filter"]).filter(isObject)
   if (system === undefined || system === "") {

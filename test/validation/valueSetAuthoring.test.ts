@@ -16,7 +16,7 @@ const saying = (c: Catalog, resource: unknown, text: string, options?: ValidateO
   validateResource(resource, c, options).filter((issue) => issue.diagnostics.includes(text))
 
 describe("ValueSet compose", () => {
-  withCatalog("a system with a |version is a problem: the version goes in include.version", (c) => {
+  withCatalog("a system with a version suffix is a problem: the version goes in include.version", (c) => {
     const syntax = "canonical version syntax"
     expect(saying(c, valueSet({ system: `${gender}|` }), "ends with a '|'")).toEqual([expect.objectContaining({
       severity: "warning", expression: "ValueSet.compose.include[0]"
@@ -44,6 +44,11 @@ describe("ValueSet compose", () => {
     expect(saying(c, valueSet({ valueSet: ["http://hl7.org/fhir/ValueSet/administrative-gender"] }), "value set import")).toEqual([])
     expect(saying(c, valueSet({ valueSet: ["http://hl7.org/fhir/ValueSet/administrative-gender|4.0.1"] }), "value set import")).toEqual([])
     expect(saying(c, valueSet({ valueSet: ["http://snomed.info/sct?fhir_vs=isa/404684003"] }), "value set import")).toEqual([])
+    const inner = (resourceType: string) => [{ resourceType, id: "inner", status: "draft", ...(resourceType === "CodeSystem" ? { content: "not-present" } : {}) }]
+    expect(saying(c, valueSet({ valueSet: ["#inner"] }, { contained: inner("ValueSet") }), "value set import")).toEqual([])
+    expect(saying(c, valueSet({ valueSet: ["#inner"] }, { contained: inner("CodeSystem") }), "value set import")).toEqual([expect.objectContaining({
+      severity: "warning", diagnostics: "The value set import #inner points to a resource of type CodeSystem which is not valid"
+    })])
   })
 
   withCatalog("several imports in one include are an intersection, which a warning recalls", (c) => {
