@@ -47,7 +47,7 @@ const externalSystems = new Set([
   "https://www.usps.com/", "http://unstats.un.org/unsd/methods/m49/m49.htm", "http://varnomen.hgvs.org", "http://www.ensembl.org",
   "http://www.ebi.ac.uk/ipd/imgt/hla", "https://www.ncbi.nlm.nih.gov/refseq", "http://www.ncbi.nlm.nih.gov/clinvar",
   "http://www.sequenceontology.org", "http://cancer.sanger.ac.uk/cancergenome/projects/cosmic", "http://www.ncbi.nlm.nih.gov/nuccore",
-  "https://precision.fda.gov/apps/", "http://www.nlm.nih.gov/research/umls/mesh", "http://hl7.org/fhir/sid/cvx"
+  "https://precision.fda.gov/apps/", "http://www.nlm.nih.gov/research/umls/mesh"
 ])
 
 /** The reference validator's example domains: such systems are not expected to be known. */
