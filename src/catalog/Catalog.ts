@@ -49,6 +49,8 @@ export interface Catalog {
   /** Operations invocable at a level; at type and instance level, those for `resourceType` or every resource. */
   readonly operationsFor: (level: OperationLevel, resourceType?: string) => ReadonlyArray<OperationDef>
   readonly codeSystem: (url: string) => CodeSystemDef | undefined
+  /** The current code system of each url. */
+  readonly codeSystems: ReadonlyArray<CodeSystemDef>
   readonly valueSet: (url: string) => ValueSetDef | undefined
   readonly problems: ReadonlyArray<CatalogProblem>
 }
@@ -230,6 +232,7 @@ export const fromEntries = (
           op.resourceTypes.includes("Resource"))
       ),
     codeSystem: codeSystems.get,
+    codeSystems: codeSystems.current,
     valueSet: valueSets.get,
     problems: compiled.problems
   }

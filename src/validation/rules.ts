@@ -29,6 +29,7 @@ import { duplicateSecurityLabels } from "./security.ts"
 import { identifierProblems } from "./uris.ts"
 import { checkCoding } from "./terminology.ts"
 import { codeSystemRules, valueSetRules } from "./terminologyResources.ts"
+import { valueSetAuthoringRules } from "./valueSetAuthoring.ts"
 
 export interface Reporter {
   readonly registry: Registry
@@ -174,7 +175,7 @@ const combine = (entries: ReadonlyArray<readonly [string, Rule]>): ReadonlyMap<s
 const byResource: ReadonlyMap<string, Rule> = combine([
   ["Bundle", bundle],
   ["CodeSystem", codeSystem], ["CodeSystem", codeSystemRules],
-  ["ValueSet", valueSet], ["ValueSet", valueSetRules],
+  ["ValueSet", valueSet], ["ValueSet", valueSetRules], ...valueSetAuthoringRules,
   ...conceptMapRules, ...codeSystemAdvice,
   ["Questionnaire", questionnaireRule], ["QuestionnaireResponse", questionnaireResponseRule],
   ...conformanceRules, ...measureRules, ...operationDefinitionRules, ...parametersRules, ...hl7ArtefactRules

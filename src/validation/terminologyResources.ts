@@ -14,6 +14,7 @@ import type { CodeSystemDef } from "../catalog/definitions.ts"
 import type { Reporter } from "./rules.ts"
 import { sctidProblem, snomed } from "./codes.ts"
 import { loinc, loincProblem } from "./terminology.ts"
+import { wrongValueSetMessage } from "./valueSetAuthoring.ts"
 
 const list = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
 
@@ -193,7 +194,8 @@ export const valueSetRules = (value: Json, path: string, reporter: Reporter): vo
       }
       const codeSystem = (version === undefined ? undefined : catalog.codeSystem(`${system}|${version}`)) ?? catalog.codeSystem(system)
       if (codeSystem === undefined) {
-        if (catalog.valueSet(system) !== undefined) reporter.report("error", "invalid", at, `The system '${system}' is actually a value set`)
+        const named = catalog.valueSet(system)
+        if (named !== undefined) reporter.report("error", "invalid", at, wrongValueSetMessage(named, system))
         return
       }
       if (codeSystem.content === "supplement") {

@@ -291,12 +291,12 @@ describe("the terminology resources", () => {
     const listed = (code: string) => errors(validateResource(valueSet({ system: "http://hl7.org/fhir/administrative-gender", concept: [{ code }] }), c))
     expect(listed("female")).toEqual([])
     expect(listed("woman")).toEqual([expect.objectContaining({ expression: "ValueSet.compose.include[0].concept[0]" })])
-    expect(errors(validateResource(valueSet({ system: "#local" }), c))).toEqual([expect.objectContaining({
+    expect(errors(validateResource(valueSet({ system: "#local" }), c))).toEqual(expect.arrayContaining([expect.objectContaining({
       expression: "ValueSet.compose.include[0]",
       diagnostics: expect.stringContaining("URI values in ValueSet.compose.include.system must be absolute. To reference a contained code system")
-    })])
+    })]))
     expect(errors(validateResource(valueSet({ system: "http://hl7.org/fhir/ValueSet/administrative-gender" }), c))).toEqual([expect.objectContaining({
-      expression: "ValueSet.compose.include[0]", diagnostics: "The system 'http://hl7.org/fhir/ValueSet/administrative-gender' is actually a value set"
+      expression: "ValueSet.compose.include[0]", diagnostics: expect.stringContaining("The system 'http://hl7.org/fhir/ValueSet/administrative-gender' is actually a value set")
     })])
   })
 
