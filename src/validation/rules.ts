@@ -20,6 +20,7 @@ import { questionnaireResponseRule, questionnaireRule, type QuestionnaireLookup 
 import type { FoundReference } from "./referencePolicy.ts"
 import type { Registry } from "./registry.ts"
 import { duplicateSecurityLabels } from "./security.ts"
+import { structureDefinitionRules } from "./structureDefinition.ts"
 import { identifierProblems } from "./uris.ts"
 import { checkCoding } from "./terminology.ts"
 import { codeSystemRules, conceptMapRules, valueSetRules } from "./terminologyResources.ts"
@@ -169,7 +170,8 @@ const byResource: ReadonlyMap<string, Rule> = combine([
   ["ValueSet", valueSet], ["ValueSet", valueSetRules],
   ["ConceptMap", conceptMapRules],
   ["Questionnaire", questionnaireRule], ["QuestionnaireResponse", questionnaireResponseRule],
-  ...conformanceRules, ...measureRules
+  ...conformanceRules, ...measureRules,
+  ...structureDefinitionRules
 ])
 const byType: ReadonlyMap<string, Rule> = new Map([
   ["Attachment", attachment],
