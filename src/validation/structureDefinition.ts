@@ -413,7 +413,7 @@ const contexts = (reporter: Reporter, value: Json, path: string, type: string | 
     if (!isObject(context)) return
     const at = `${path}.context[${i}]`
     if (type !== "Extension") {
-      if (!rootHasJsonName(value)) reporter.report("error", "invalid", at, `The type is ${type ?? "(none)"} so an extension context should not be specified`)
+      if (!rootHasJsonName(value)) reporter.report("error", "invalid", at, `The type is ${type ?? "(none)"}, so the definition states no context: only an extension definition has one`)
       return
     }
     const contextType = text(context["type"])
@@ -430,7 +430,7 @@ const contexts = (reporter: Reporter, value: Json, path: string, type: string | 
   })
   if (type !== "Extension") {
     list(value["contextInvariant"]).forEach((_, i) => {
-      reporter.report("error", "invalid", `${path}.contextInvariant[${i}]`, `The type is ${type ?? "(none)"} so an extension context invariants should not be specified`)
+      reporter.report("error", "invalid", `${path}.contextInvariant[${i}]`, `The type is ${type ?? "(none)"}, so the definition states no contextInvariant: only an extension definition has one`)
     })
   }
 }

@@ -56,16 +56,16 @@ const snapshotProfile = (elements: ReadonlyArray<Element>) => ({
 
 describe("extension contexts", () => {
   withCatalog("only an extension definition states contexts and context invariants", (c) => {
-    const found = saying(c, profile({ context: [{ type: "element", expression: "Patient" }], contextInvariant: ["true"] }, []), "so an extension context")
+    const found = saying(c, profile({ context: [{ type: "element", expression: "Patient" }], contextInvariant: ["true"] }, []), "only an extension definition has one")
     expect(found).toEqual([
-      expect.objectContaining({ severity: "error", expression: "StructureDefinition.context[0]", diagnostics: "The type is Observation so an extension context should not be specified" }),
-      expect.objectContaining({ severity: "error", expression: "StructureDefinition.contextInvariant[0]", diagnostics: "The type is Observation so an extension context invariants should not be specified" })
+      expect.objectContaining({ severity: "error", expression: "StructureDefinition.context[0]", diagnostics: "The type is Observation, so the definition states no context: only an extension definition has one" }),
+      expect.objectContaining({ severity: "error", expression: "StructureDefinition.contextInvariant[0]", diagnostics: "The type is Observation, so the definition states no contextInvariant: only an extension definition has one" })
     ])
     // A type with a JSON name can be used as an extension.
     const named = profile({ context: [{ type: "element", expression: "Patient" }] }, [])
     named.differential.element[0] = { id: "Observation", path: "Observation", extension: [{ url: "http://hl7.org/fhir/tools/StructureDefinition/json-name", valueString: "obs" }] } as never
-    expect(saying(c, named, "so an extension context")).toEqual([])
-    expect(saying(c, extension({ contextInvariant: ["true"] }), "so an extension context")).toEqual([])
+    expect(saying(c, named, "only an extension definition has one")).toEqual([])
+    expect(saying(c, extension({ contextInvariant: ["true"] }), "only an extension definition has one")).toEqual([])
   })
 
   withCatalog("an element context names an element that exists", (c) => {
