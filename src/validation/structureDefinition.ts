@@ -437,12 +437,10 @@ const contexts = (reporter: Reporter, value: Json, path: string, type: string | 
 
 // ---------------------------------------------------------------------------------------------------------
 
-/** The base's element for a differential element, by id, else by path. */
+/** The base's snapshot element whose id is a differential element's path (as the reference validator looks it up). */
 const baseElement = (base: StructureDefinition, element: Json): Json | undefined => {
-  const holder = isObject(base.resource) ? base.resource[base.snapshot === undefined ? "differential" : "snapshot"] : undefined
-  const elements = list(isObject(holder) ? holder["element"] : undefined).filter(isObject)
-  const id = element["id"]
-  return (typeof id === "string" ? elements.find((e) => e["id"] === id) : undefined) ?? elements.find((e) => e["path"] === element["path"])
+  const path = element["path"]
+  return base.snapshot?.element.find((e) => e.id === path)?.json
 }
 
 /** Whether the type a fixed[x] or pattern[x] key ends with (`Uri`, `CodeableConcept`) is a primitive type. */
@@ -505,8 +503,10 @@ const structureDefinitionChecks: Rule = (value, path, reporter) => {
   }
   const baseUrl = text(value["baseDefinition"])
   const base = baseUrl === undefined ? undefined : catalog.structureDefinition(withoutVersion(baseUrl))
+  // Like the reference validator, the elements are checked only against a base the server knows.
+  if (base === undefined) return
   // An extension definition fixes Extension.url to its own url.
-  if (type === "Extension" && baseUrl === coreExtension && url !== undefined && base !== undefined) {
+  if (type === "Extension" && baseUrl === coreExtension && url !== undefined) {
     const differential = value["differential"]
     const urlElement = list(isObject(differential) ? differential["element"] : undefined).find((e) => isObject(e) && e["path"] === "Extension.url")
     const fixed = isObject(urlElement) ? choiceValue(urlElement, "fixed")?.value : undefined
@@ -528,7 +528,7 @@ const structureDefinitionChecks: Rule = (value, path, reporter) => {
       const elementPath = element["path"]
       slicing(reporter, element, elementPath, at)
       // A differential pattern where the base element has a pattern (the reference validator asks for a fixed value).
-      if (!snapshot && base !== undefined) {
+      if (!snapshot) {
         const pattern = choiceValue(element, "pattern")
         const inBase = pattern === undefined ? undefined : baseElement(base, element)
         if (pattern !== undefined && inBase !== undefined && choiceValue(inBase, "fixed") === undefined) {
