@@ -25,6 +25,7 @@ import type { Scope } from "./invariants.ts"
 import type { Severity } from "./Issue.ts"
 import type { Registry } from "./registry.ts"
 import { canonicalResourceTypes } from "./canonical.ts"
+import { fhirVersionProblems } from "./structureDefinition.ts"
 
 /** Where an extension is used: the element holding it (its description and its JSON) and the resource. */
 export interface Site {
@@ -418,6 +419,7 @@ const checkContext = (
   modifier: boolean,
   site: Site
 ): void => {
+  fhirVersionProblems(reporter, url, sd, path)
   const owner = site.owner
   if (owner === undefined) return
   const where = containerPath(path)

@@ -26,6 +26,7 @@ import { questionnaireResponseRule, questionnaireRule, type QuestionnaireLookup 
 import type { FoundReference } from "./referencePolicy.ts"
 import type { Registry } from "./registry.ts"
 import { duplicateSecurityLabels } from "./security.ts"
+import { structureDefinitionRules } from "./structureDefinition.ts"
 import { identifierProblems } from "./uris.ts"
 import { checkCoding } from "./terminology.ts"
 import { codeSystemRules, valueSetRules } from "./terminologyResources.ts"
@@ -178,7 +179,8 @@ const byResource: ReadonlyMap<string, Rule> = combine([
   ["ValueSet", valueSet], ["ValueSet", valueSetRules], ...valueSetAuthoringRules,
   ...conceptMapRules, ...codeSystemAdvice,
   ["Questionnaire", questionnaireRule], ["QuestionnaireResponse", questionnaireResponseRule],
-  ...conformanceRules, ...measureRules, ...operationDefinitionRules, ...parametersRules, ...hl7ArtefactRules
+  ...conformanceRules, ...measureRules, ...operationDefinitionRules, ...parametersRules, ...hl7ArtefactRules,
+  ...structureDefinitionRules
 ])
 const byType: ReadonlyMap<string, Rule> = new Map([
   ["Attachment", attachment],

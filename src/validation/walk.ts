@@ -23,6 +23,7 @@ import { canonicalTargetProblem, checkReference, duplicateContainedIds, unresolv
 import type { Registry } from "./registry.ts"
 import { resourceRules, typeRules } from "./rules.ts"
 import { assignSlices, type SliceItem } from "./slicing.ts"
+import { discriminatorPathProblem } from "./structureDefinition.ts"
 import { equalsFixed, matchesPattern } from "./values.ts"
 import { vitalSignsProfile } from "./vitalSigns.ts"
 import { checkXhtml } from "./xhtml.ts"
@@ -408,6 +409,11 @@ export class Walk {
       value,
       type: isObject(value) && typeof value["resourceType"] === "string" ? value["resourceType"] : type.code
     }))
+    const unreadable = discriminatorPathProblem(node.slicing?.discriminator ?? [])
+    if (unreadable !== undefined) {
+      items.forEach((_, i) => this.report("error", "processing", `${path}[${i}]`, `Slicing cannot be evaluated: ${unreadable}`))
+      return undefined
+    }
     const assignment = assignSlices(node, items, (value, profile) => this.conforms(value, profile, scope))
     if (assignment === undefined) return undefined
     const slices = node.slices
