@@ -25,10 +25,11 @@ export class RestSettings extends Context.Tag("svc/rest/RestSettings")<RestSetti
 export const basePath = "/fhir"
 
 /** What validation is told besides the catalog, from the `validation.*` settings. */
-export const validationOptions = (settings: Context.Tag.Service<typeof RestSettings>): ValidateOptions => ({
+export const validationOptions = (settings: Context.Tag.Service<typeof RestSettings>, now: number): ValidateOptions => ({
   allowedExtensionDomains: settings.allowedExtensionDomains,
   examples: settings.allowExampleUrls === true,
-  vitalSigns: settings.vitalSigns ?? "error"
+  vitalSigns: settings.vitalSigns ?? "error",
+  now
 })
 
 /** `[base]` of a request: the public URL, or `http://<Host>/fhir`. */

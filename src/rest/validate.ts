@@ -7,7 +7,7 @@
  * 200 whether or not the resource is valid, as FHIR says. A write would check the same: the structure
  * definitions, the profiles named, and the references under `conformance.reference_policy`.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { Database } from "../db/Database.ts"
 import { type Issue as OutcomeIssue } from "../http/OperationOutcome.ts"
 import { readCurrent } from "../store/reads.ts"
@@ -116,7 +116,7 @@ export const validateOperation = (request: FhirRequest, type: string, id: string
 
     const profiles = input.profile === undefined ? [] : [input.profile]
     const settings = yield* RestSettings
-    const options = validationOptions(settings)
+    const options = validationOptions(settings, yield* Clock.currentTimeMillis)
     const validation = validateForWrite(resource, request.catalog, options)
     const issues = profiles.length === 0 ? [...validation.issues] : [...validateResource(resource, request.catalog, { ...options, profiles })]
     // The references are checked as a write would check them, once the resource itself is valid.

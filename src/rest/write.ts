@@ -4,7 +4,7 @@
  * search in place of the id on an update or delete.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { Database } from "../db/Database.ts"
 import { operationOutcome } from "../http/OperationOutcome.ts"
 import { type CommitContext, Writer } from "../store/Writer.ts"
@@ -29,6 +29,7 @@ export const inTransaction = <A, E, R>(request: FhirRequest, command: (env: Comm
     return yield* writer.commit((commit: CommitContext) =>
       Effect.gen(function*() {
         const references = referenceCheck(settings.referencePolicy, request.base, request.catalog)
+        const now = yield* Clock.currentTimeMillis
         const env = {
           sql,
           catalog: request.catalog,
@@ -36,7 +37,7 @@ export const inTransaction = <A, E, R>(request: FhirRequest, command: (env: Comm
           commit,
           base: request.base,
           references,
-          validation: validationOptions(settings),
+          validation: validationOptions(settings, now),
           maxPageBytes: request.maxPageBytes,
           limits: { maxIndexRows: settings.maxIndexRows, maxBundleEntries: request.maxBundleEntries, maxPatchOperations: settings.maxPatchOperations }
         }

@@ -37,6 +37,8 @@ export interface ValidateOptions {
    * the reference validator has them) or warnings (`validation.vital_signs`).
    */
   readonly vitalSigns?: "error" | "warning"
+  /** The time of the check (epoch milliseconds; the caller's clock): dates far from its year are flagged. */
+  readonly now?: number
 }
 
 export type { QuestionnaireLookup } from "./questionnaire.ts"

@@ -131,6 +131,8 @@ export const isPrimitiveType = (type: string): boolean => checks.has(type)
 /** Receives what the value checks find. */
 export interface ValueReporter {
   report(severity: "error" | "warning" | "information", code: string, expression: string, diagnostics: string): void
+  /** The year of the check (UTC), for the years far from now. */
+  readonly year: number
 }
 
 interface Limits {
@@ -217,7 +219,6 @@ const isWhitespace = (c: number): boolean => c === 32 || c === 9 || c === 10 || 
 
 const shown = (text: string): string => JSON.stringify(text.length > 60 ? `${text.slice(0, 60)}...` : text)
 
-const thisYear = new Date().getUTCFullYear()
 
 /**
  * The rules on a primitive value that its type's regex does not state (run once the value has passed it):
@@ -297,7 +298,7 @@ export const checkValue = (
     case "dateTime":
     case "instant": {
       const year = Number(value.slice(0, 4))
-      if (year < 1800 || year > thisYear + 80) {
+      if (year < 1800 || year > reporter.year + 80) {
         reporter.report("warning", "value", path, `The value '${value}' is outside the range of reasonable years - check for data entry error`)
       }
       return

@@ -40,6 +40,8 @@ export interface WalkOptions {
   readonly allowedExtensionDomains?: ReadonlyArray<string> | undefined
   /** Validating examples: extensions on the example domains (example.org, acme.com) need no definition. */
   readonly examples?: boolean | undefined
+  /** The time of the check (epoch milliseconds), from the caller's clock; the system's when left out. */
+  readonly now?: number | undefined
   /** How the findings of the vital signs profile R4 implies by an Observation's code count (`validation.vital_signs`). */
   readonly vitalSigns?: "error" | "warning" | undefined
 }
@@ -111,9 +113,12 @@ export class Walk {
 
   /** Extension urls accepted without a definition (`validation.allowed_extension_domains`). */
   readonly allowedExtensionDomains: ReadonlyArray<string>
+  /** The year of the check (UTC). */
+  readonly year: number
 
   constructor(readonly registry: Registry, readonly options: WalkOptions = {}) {
     this.allowedExtensionDomains = options.allowedExtensionDomains ?? []
+    this.year = new Date(options.now ?? Date.now()).getUTCFullYear()
   }
 
   report(severity: Severity, code: string, expression: string, diagnostics: string): void {

@@ -210,3 +210,47 @@ for (const server of servers) {
     })
   })
 }
+
+/** A blood pressure coded 55284-4 without the 85354-9 the vital signs profile fixes, as Synthea writes them. */
+const bloodPressure = {
+  resourceType: "Observation", status: "final",
+  category: [{ coding: [{ system: "http://terminology.hl7.org/CodeSystem/observation-category", code: "vital-signs" }] }],
+  code: { coding: [{ system: "http://loinc.org", code: "55284-4" }] },
+  subject: { display: "someone" }, effectiveDateTime: "2020-01-01",
+  component: [
+    { code: { coding: [{ system: "http://loinc.org", code: "8480-6" }] }, valueQuantity: { value: 120, unit: "mm[Hg]", system: "http://unitsofmeasure.org", code: "mm[Hg]" } },
+    { code: { coding: [{ system: "http://loinc.org", code: "8462-4" }] }, valueQuantity: { value: 80, unit: "mm[Hg]", system: "http://unitsofmeasure.org", code: "mm[Hg]" } }
+  ]
+}
+
+const intake = { resourceType: "QuestionnaireResponse", status: "completed", questionnaire: "http://example.org/Questionnaire/intake" }
+
+for (const settings of [{}, { allow_example_urls: true, vital_signs: "warning" as const }]) {
+  const relaxed = "allow_example_urls" in settings
+  describe.skipIf(skipRealPackages)(`validation ${relaxed ? "with allow_example_urls and vital_signs = warning" : "by default"}`, () => {
+    layer(
+      Layer.scoped(Server, startServer("sqlite", { conformance: packages, validation: settings })),
+      { timeout: 300_000, excludeTestServices: true }
+    )((it) => {
+      it.effect(relaxed ? "example URLs and vital signs findings do not block a write" : "a write with an example-domain canonical or a blood pressure without 85354-9 is a 422", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const response = yield* call("POST", `${base}/QuestionnaireResponse`, { body: intake })
+          const observation = yield* call("POST", `${base}/Observation`, { body: bloodPressure })
+          if (relaxed) {
+            expect(response.status).toBe(201)
+            expect(observation.status).toBe(201)
+          } else {
+            expect(response.status).toBe(422)
+            expect(response.text).toContain("Example URLs are not allowed in this context (http://example.org/Questionnaire/intake)")
+            expect(observation.status).toBe(422)
+            expect(observation.text).toContain("slice 'BPCode' requires at least 1")
+          }
+          // $validate answers the same, as issues.
+          const validated = yield* call("POST", `${base}/Observation/$validate`, { body: bloodPressure })
+          const bpCode = validated.json.issue.find((issue: any) => issue.diagnostics.includes("BPCode"))
+          expect(bpCode.severity).toBe(relaxed ? "warning" : "error")
+        }))
+    })
+  })
+}

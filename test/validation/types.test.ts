@@ -190,6 +190,11 @@ describe("primitive details", () => {
     const issues = problems(c, patient({ birthDate: "1066-10-14", deceasedDateTime: "2020-01-01" }))
     expect(one(issues, "Patient.birthDate").diagnostics).toContain("outside the range of reasonable years")
     expect(at(issues, "Patient.deceased.ofType(dateTime)")).toEqual([])
+    // "Far from now" is counted from the time the caller gives (its clock), more than 80 years ahead.
+    const planned = { ...patient({}), deceasedDateTime: "2120-01-01" }
+    const at2026 = validateResource(planned, c, { now: Date.UTC(2026, 10, 26) })
+    expect(one(at2026, "Patient.deceased.ofType(dateTime)").diagnostics).toContain("outside the range of reasonable years")
+    expect(at(validateResource(planned, c, { now: Date.UTC(2050, 0, 1) }), "Patient.deceased.ofType(dateTime)")).toEqual([])
   })
 
   /** A Patient and a RiskAssessment profile stating maxLength, minValue[x] and maxValue[x]. */
