@@ -33,6 +33,8 @@ export interface Reporter {
   readonly bundle?: Json | undefined
   /** The references met so far in the walk (those inside a resource are there when its rule runs). */
   readonly references: ReadonlyArray<FoundReference>
+  /** A reference of an entry resolved (or not) in the Bundle: its aggregation modes and target profiles are checked (walk.ts). */
+  readonly referenceTarget?: (found: FoundReference, target: Record<string, unknown> | undefined, destination: "bundled" | "elsewhere") => void
 }
 
 export type Rule = (value: Json, path: string, reporter: Reporter) => void
