@@ -136,8 +136,8 @@ interface Targets {
   readonly anchors: Map<string, number>
 }
 
-const bump = (map: Map<string, number>, key: string): void => {
-  map.set(key, (map.get(key) ?? 0) + 1)
+const bump = (map: Map<string, number>, key: string, by = 1): void => {
+  map.set(key, (map.get(key) ?? 0) + by)
 }
 
 /** Every `id` in a value (of resources and elements), and the `id` attributes and `<a name>` anchors of its narratives. */
@@ -159,7 +159,13 @@ const collectTargets = (value: unknown, out: Targets, depth: number): void => {
             else if (tag[1]!.toLowerCase() === "a") bump(out.anchors, match[3]!)
           }
         }
-      } else if (typeof child === "object" && child !== null) collectTargets(child, out, depth + 1)
+      } else if (typeof child === "object" && child !== null) {
+        collectTargets(child, out, depth + 1)
+        // Two contained resources with one id are an error of their own (duplicateContainedIds): counted once here.
+        if (key === "contained" && Array.isArray(child) && child.length > 1) {
+          for (const { id } of duplicateContainedIds(child)) bump(out.ids, id, -1)
+        }
+      }
     }
   }
 }
@@ -226,8 +232,8 @@ export const narrativeLinkProblems = (
 /**
  * A uri, url or canonical `#x` (https://hl7.org/fhir/R4/references.html#contained) names an id in the
  * resource (a contained resource, an element, a narrative anchor) or in the Bundle around it. One that names
- * nothing: an error for a canonical and for ValueSet.compose.include/exclude.system, information for
- * Meta.source (servers write their own there), a warning for other uris and urls.
+ * nothing: an error for a canonical, information for Meta.source (servers write their own there), a warning
+ * for other uris and urls. (ValueSet.compose.include.system `#x` is refused as not absolute elsewhere.)
  */
 export const internalUrlProblem = (
   value: string,
@@ -237,10 +243,11 @@ export const internalUrlProblem = (
   bundle: Record<string, unknown> | undefined
 ): { readonly severity: "error" | "warning" | "information"; readonly diagnostics: string } | undefined => {
   if (value.length < 2 || !value.startsWith("#")) return undefined
+  // A local system in a ValueSet's compose is refused as not absolute (terminologyResources.ts).
+  if (elementPath === "ValueSet.compose.include.system" || elementPath === "ValueSet.compose.exclude.system") return undefined
   const id = value.slice(1)
   if (fragmentCount(resource, id) > 0 || (bundle !== undefined && fragmentCount(bundle, id) > 0)) return undefined
-  const hard = code === "canonical" || elementPath === "ValueSet.compose.include.system" || elementPath === "ValueSet.compose.exclude.system"
-  if (hard) return { severity: "error", diagnostics: `The URL '${value}' is not valid: nothing in the resource has the id '${id}'` }
+  if (code === "canonical") return { severity: "error", diagnostics: `The URL '${value}' is not valid: nothing in the resource has the id '${id}'` }
   const source = elementPath === "Meta.source" || elementPath.endsWith(".meta.source")
   return {
     severity: source ? "information" : "warning",
