@@ -75,6 +75,9 @@ const boundTypes = new Set(["code", "string", "uri", "Coding", "CodeableConcept"
 
 class TooManyIssues extends Error {}
 
+/** Whether a Reference type names target profiles other than the base types (compiled types are kept per catalog). */
+const profiledTypes = new WeakMap<TypeChoice, boolean>()
+
 /** Why a key is not allowed: not an element at all, or a type that a choice element does not take here. */
 const unrecognized = (key: string, children: Children): string => {
   const name = key.charCodeAt(0) === 95 ? key.slice(1) : key
@@ -620,7 +623,11 @@ export class Walk {
     // `#id` names a resource contained in the top resource that holds this one.
     let found: FoundReference = { expression: path, reference, targetTypes, contained: containedTypes(scope.rootResource) }
     // Target profiles other than the base types, and aggregation modes, come with profiles: rare.
-    const profiled = type.targetProfiles.some((url, i) => url !== `http://hl7.org/fhir/StructureDefinition/${targetTypes[i]}`)
+    let profiled = profiledTypes.get(type)
+    if (profiled === undefined) {
+      profiled = type.targetProfiles.some((url, i) => url !== `http://hl7.org/fhir/StructureDefinition/${targetTypes[i]}`)
+      profiledTypes.set(type, profiled)
+    }
     const aggregation = aggregationOf(node.definition.json)
     if (profiled) found = { ...found, targetProfiles: type.targetProfiles }
     if (aggregation.length > 0) found = { ...found, aggregation }
