@@ -1,8 +1,15 @@
 /**
- * Local links in a narrative (https://hl7.org/fhir/R4/narrative.html#id): `<a href="#x">` and
- * `<img src="#x">` point at an element or contained resource of the resource (or, in a Bundle, at an
- * entry). They count as references for dom-3 (https://hl7.org/fhir/R4/domainresource.html#invs), as the
- * HL7 reference validator counts them. One `indexOf` pass over the text; nothing for a div without `#`.
+ * References and local links (https://hl7.org/fhir/R4/references.html):
+ * - a Reference: no whitespace, `type` allowed and agreeing with the URL, a display when nothing else; a
+ *   conditional reference `Type?query` has a query a search can read (https://hl7.org/fhir/R4/http.html#trules);
+ * - its target, once found contained or in the Bundle (walk.ts, bundle.ts): against the element's target
+ *   profiles, and where the profile's aggregation modes allow it to be
+ *   (https://hl7.org/fhir/R4/elementdefinition-definitions.html#ElementDefinition.type.aggregation);
+ * - canonicals naming a held conformance resource of an allowed type;
+ * - `#x` links: in a narrative (`<a href="#x">`, `<img src="#x">`, https://hl7.org/fhir/R4/narrative.html#id),
+ *   in uris, urls and canonicals, and `fullUrl#x` into a document's entries: they name exactly one thing.
+ *   Narrative links count as references for dom-3 (https://hl7.org/fhir/R4/domainresource.html#invs), as the
+ *   HL7 reference validator counts them. Nothing is collected for a div without `#`.
  */
 import type { Catalog } from "../catalog/Catalog.ts"
 import { isObject } from "../catalog/json.ts"
@@ -208,7 +215,7 @@ export const narrativeLinkProblems = (
   bundle: Record<string, unknown> | undefined
 ): ReadonlyArray<LinkProblem> => {
   const links = narrativeFragments(div)
-  if (links.length === 0) return links as ReadonlyArray<never>
+  if (links.length === 0) return []
   const problems: Array<LinkProblem> = []
   for (const { fragment, image } of links) {
     const id = fragment.slice(1)
