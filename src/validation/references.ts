@@ -313,7 +313,7 @@ export const aggregationProblem = (modes: ReadonlyArray<string>, destination: De
   if (destination === "elsewhere") {
     return modes.includes("referenced")
       ? undefined
-      : `The reference ${reference} is to be contained or bundled (aggregation ${modes.join(", ")}), but it is found neither in the resource nor in the Bundle`
+      : `The reference ${reference} is found neither contained in the resource nor in the Bundle, where the aggregation mode(s) of this element (${modes.join(", ")}) do not allow a reference elsewhere`
   }
   if (destination === "contained" ? modes.includes("contained") : modes.includes("bundled") || modes.includes("referenced")) return undefined
   return `The reference ${reference} points at a ${destination === "contained" ? "contained resource" : "Bundle entry"}, which the aggregation mode(s) of this element (${modes.join(", ")}) do not allow`

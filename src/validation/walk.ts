@@ -648,7 +648,11 @@ export class Walk {
       const target = contained.find((item) => isObject(item) && item["id"] === reference.slice(1))
       this.referenceTarget(found, isObject(target) ? target : undefined, "contained", { resource: target, rootResource: scope.rootResource })
     } else if (this.bundle === undefined) {
-      this.referenceTarget(found, undefined, this.bundleTargets?.has(reference) === true ? "bundled" : "elsewhere", scope)
+      const local = this.bundleTargets?.has(reference) === true
+      // Outside a Bundle a `bundled` mode is not held against a reference: a transaction's entries are
+      // validated one by one, their references already rewritten to the resources written.
+      if (!local && found.aggregation?.includes("bundled") === true) return
+      this.referenceTarget(found, undefined, local ? "bundled" : "elsewhere", scope)
     }
   }
 

@@ -49,7 +49,8 @@ const withProfiles = async (c: Catalog): Promise<Catalog> => {
     profile(c, "Observation", referringObservation, {
       "Observation.subject": reference([namedPatient, "http://hl7.org/fhir/StructureDefinition/Group"], ["contained", "bundled"]),
       "Observation.performer": reference([namedPatient, genderedPatient]),
-      "Observation.specimen": reference(["http://hl7.org/fhir/StructureDefinition/Specimen"], ["bundled", "referenced"])
+      "Observation.specimen": reference(["http://hl7.org/fhir/StructureDefinition/Specimen"], ["bundled", "referenced"]),
+      "Observation.focus": reference(["http://hl7.org/fhir/StructureDefinition/Resource"], ["contained"])
     })
   ], 1)
   return profiled
@@ -123,8 +124,13 @@ describe("aggregation modes", () => {
 
   withCatalog("a reference that must be contained or bundled but is found in neither is an error", async (c) => {
     const p = await withProfiles(c)
-    const elsewhere = observation({ subject: { reference: "Patient/123" } })
-    expect(found(validateResource(elsewhere, p), "is to be contained or bundled (aggregation contained, bundled)")).toEqual([["error", "Observation.subject"]])
+    const elsewhere = observation({ focus: [{ reference: "Patient/123" }] })
+    expect(found(validateResource(elsewhere, p), "do not allow a reference elsewhere")).toEqual([["error", "Observation.focus[0]"]])
+    const contained = observation({ contained: [{ resourceType: "Patient", id: "p" }], focus: [{ reference: "#p" }] })
+    expect(found(validateResource(contained, p), "aggregation")).toEqual([])
+    // Outside a Bundle a `bundled` mode is not held against a reference: a transaction's entries are
+    // validated one by one, their references already rewritten.
+    expect(found(validateResource(observation({ subject: { reference: "Patient/123" } }), p), "aggregation")).toEqual([])
     const bundled = {
       resourceType: "Bundle",
       type: "collection",
@@ -135,7 +141,7 @@ describe("aggregation modes", () => {
     }
     expect(found(validateResource(bundled, p), "aggregation")).toEqual([])
     const missing = { ...bundled, entry: [bundled.entry[0]] }
-    expect(found(validateResource(missing, p), "is to be contained or bundled")).toEqual([["error", "Bundle.entry[0].resource.subject"]])
+    expect(found(validateResource(missing, p), "do not allow a reference elsewhere")).toEqual([["error", "Bundle.entry[0].resource.subject"]])
   })
 })
 
