@@ -5,7 +5,8 @@ import { Effect } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { checkBody } from "./bodyCheck.ts"
 import { parseJson as parseKeepingDecimals } from "../json/Json.ts"
-import { fail, type FhirError } from "./FhirError.ts"
+import { duplicateKeys, duplicateKeyText } from "../validation/jsonKeys.ts"
+import { fail, FhirError } from "./FhirError.ts"
 import { bodyFormat } from "./Format.ts"
 import { parseXml } from "./xmlBridge.ts"
 
@@ -87,5 +88,9 @@ export const readResource = (
     if (!isObject(value)) return yield* fail("structure", "the body must be a JSON object holding a resource")
     const refused = checkBody(value, "the resource")
     if (refused !== undefined) return yield* refused
+    if (format !== "xml") {
+      const repeated = duplicateKeys(text, value, 1)[0]
+      if (repeated !== undefined) return yield* Effect.fail(new FhirError({ code: "invalid", diagnostics: duplicateKeyText(repeated), status: 400, expression: [repeated.path] }))
+    }
     return value
   })

@@ -6,6 +6,7 @@
  */
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { Issue } from "./Issue.ts"
+import { duplicateKeys, duplicateKeyText } from "./jsonKeys.ts"
 import type { QuestionnaireLookup } from "./questionnaire.ts"
 import type { FoundReference } from "./referencePolicy.ts"
 import { registryFor } from "./registry.ts"
@@ -110,5 +111,8 @@ export const validateJson = (text: string, catalog: Catalog, options?: ValidateO
       diagnostics: `The content is not valid JSON: ${error instanceof Error ? error.message : String(error)}`
     }]
   }
-  return validateResource(resource, catalog, options)
+  const repeated = duplicateKeys(text, resource).map((duplicate): Issue =>
+    ({ severity: "error", code: "invalid", expression: duplicate.path, diagnostics: duplicateKeyText(duplicate) }))
+  const issues = validateResource(resource, catalog, options)
+  return repeated.length === 0 ? issues : [...repeated, ...issues]
 }

@@ -20,6 +20,7 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import type { FoundReference } from "./referencePolicy.ts"
 import type { Reporter } from "./rules.ts"
 import { canonicalResourceTypes } from "./canonical.ts"
+import { entryFragmentProblems } from "./references.ts"
 
 const list = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
 const text = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
@@ -466,6 +467,7 @@ const documentOrMessage = (bundle: Record<string, unknown>, index: Index, type: 
   }
   if ((type === "document" && first.type === "Composition") || (type === "message" && first.type === "MessageHeader")) {
     interlinked(bundle, index, type === "message", path, reporter)
+    for (const problem of entryFragmentProblems(index.entries, path)) reporter.report(problem.severity, problem.code, problem.expression, problem.diagnostics)
   }
 }
 
@@ -544,13 +546,23 @@ const entryReferences = (index: Index, type: string | undefined, path: string, r
     if (source.fullUrl === undefined && !responses && type !== undefined) {
       reporter.report("error", "required", `${path}.entry[${n}]`, "Bundle entry missing fullUrl: the references of its resource cannot be resolved")
     }
-    for (const reference of outside) resolveFromEntry(index, type, source, reference, reporter.report)
+    for (const reference of outside) {
+      const target = resolveFromEntry(index, type, source, reference, reporter.report)
+      if (reference.aggregation !== undefined || reference.targetProfiles !== undefined) {
+        reporter.referenceTarget?.(reference, target?.resource, target === undefined ? "elsewhere" : "bundled")
+      }
+    }
   }
 }
 
 export const bundle = (value: Json, path: string, walk: Reporter): void => {
   // `report` is a method: keep its receiver when it is passed on alone.
-  const reporter: Reporter = { registry: walk.registry, references: walk.references, report: (s, c, e, d) => walk.report(s, c, e, d) }
+  const reporter: Reporter = {
+    registry: walk.registry,
+    references: walk.references,
+    report: (s, c, e, d) => walk.report(s, c, e, d),
+    referenceTarget: (found, target, destination) => walk.referenceTarget?.(found, target, destination)
+  }
   const type = text(value["type"])
   const index = new Index(value)
   links(value, type, index, path, reporter)

@@ -26,6 +26,10 @@ export interface FoundReference {
   readonly contained: ReadonlyMap<string, string>
   /** Resources the reference may name without the server holding them: the entries of a Bundle it sits in, by fullUrl and `Type/id`, and the resources of a Parameters it sits in, by `Type/id`. */
   readonly local?: ReadonlySet<string>
+  /** The element's target profiles, when one of them is not a FHIR base type (a Bundle entry it resolves to is checked against them: references.ts). */
+  readonly targetProfiles?: ReadonlyArray<string>
+  /** The aggregation modes of the element, when its profile gives any (references.ts). */
+  readonly aggregation?: ReadonlyArray<string>
 }
 
 const relative = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[A-Za-z0-9\-.]{1,64})?$/

@@ -43,6 +43,8 @@ export interface Reporter {
   readonly references: ReadonlyArray<FoundReference>
   /** The walk's options: `examples` when validating a specification's examples. */
   readonly options?: { readonly examples?: boolean | undefined } | undefined
+  /** A reference of an entry resolved (or not) in the Bundle: its aggregation modes and target profiles are checked (walk.ts). */
+  readonly referenceTarget?: (found: FoundReference, target: Record<string, unknown> | undefined, destination: "bundled" | "elsewhere") => void
 }
 
 export type Rule = (value: Json, path: string, reporter: Reporter) => void

@@ -15,11 +15,15 @@ import type { Children, CompiledStructure, ElementNode, TypeChoice } from "./com
 import type { Invariant, Scope } from "./invariants.ts"
 import type { Issue, Severity } from "./Issue.ts"
 import { containedTypes, entryTargets, type FoundReference } from "./referencePolicy.ts"
+import type { Destination } from "./references.ts"
 import { checkValue, isResourceId, regexes } from "./primitives.ts"
 import { exampleUrlProblem, isExampleUrl } from "./exampleUrls.ts"
 import { isDefiningUrl } from "./uris.ts"
 import type { QuestionnaireLookup } from "./questionnaire.ts"
-import { canonicalTargetProblem, checkReference, duplicateContainedIds, unresolvedFragments } from "./references.ts"
+import {
+  aggregationOf, aggregationProblem, canonicalTargetProblem, checkReference, duplicateContainedIds, internalUrlProblem, narrativeLinkProblems,
+  targetProfileProblem
+} from "./references.ts"
 import type { Registry } from "./registry.ts"
 import { resourceRules, typeRules } from "./rules.ts"
 import { assignSlices, type SliceItem } from "./slicing.ts"
@@ -44,6 +48,8 @@ export interface WalkOptions {
   readonly now?: number | undefined
   /** How the findings of the vital signs profile R4 implies by an Observation's code count (`validation.vital_signs`). */
   readonly vitalSigns?: "error" | "warning" | undefined
+  /** `false`: the targets of references are not checked against target profiles (the walks that make that check). */
+  readonly referenceTargets?: boolean | undefined
 }
 
 export interface Deferred {
@@ -75,6 +81,9 @@ const abstractResources = new Set(["Resource", "DomainResource"])
 const boundTypes = new Set(["code", "string", "uri", "Coding", "CodeableConcept"])
 
 class TooManyIssues extends Error {}
+
+/** Whether a Reference type names target profiles other than the base types (compiled types are kept per catalog). */
+const profiledTypes = new WeakMap<TypeChoice, boolean>()
 
 /** Why a key is not allowed: not an element at all, or a type that a choice element does not take here. */
 const unrecognized = (key: string, children: Children): string => {
@@ -509,14 +518,15 @@ export class Walk {
       if (problem !== undefined) this.report("error", "value", path, problem)
       else if (code === "xhtml" && typeof value === "string") {
         for (const problem of checkXhtml(value)) this.report("error", "value", path, problem)
-        // A warning: R4's own v3 code systems link to dozens of anchors their narratives do not have.
         if (isObject(scope.rootResource)) {
-          for (const { fragment, image } of unresolvedFragments(value, scope.rootResource, this.outermostBundle)) {
-            this.report("warning", "invalid", path, `The narrative's ${image ? "image" : "link"} '${fragment}' points at nothing: no element, contained resource or anchor has the id '${fragment.slice(1)}'`)
-          }
+          for (const problem of narrativeLinkProblems(value, scope.rootResource, this.outermostBundle)) this.report(problem.severity, "invalid", path, problem.diagnostics)
         }
       } else {
         if (code === "canonical" && typeof value === "string" && type.targetProfiles.length > 0) this.canonical(type, value, path)
+        if (typeof value === "string" && value.charCodeAt(0) === 35 && (code === "uri" || code === "url" || code === "canonical") && isObject(scope.rootResource)) {
+          const problem = internalUrlProblem(value, code, node.path, scope.rootResource, this.outermostBundle)
+          if (problem !== undefined) this.report(problem.severity, "invalid", path, problem.diagnostics)
+        }
         checkValue(this, code, value, path, node.path, node.definition.json, scope.resource !== scope.rootResource, this.owner?.url)
         if ((code === "uri" || code === "url" || code === "canonical") && this.options.examples !== true && typeof value === "string" && isExampleUrl(value)) {
           const problem = exampleUrlProblem(this.registry.catalog, code, value, node.path, isDefiningUrl(node.path), this.owner?.type === "Extension" ? this.owner.url : undefined)
@@ -582,7 +592,7 @@ export class Walk {
     }
     if (!meaningful) this.report("error", "invariant", path, "Constraint failed: ele-1: 'All FHIR elements must have a @value or children'")
     if (node.binding !== undefined && boundTypes.has(type.code)) this.binding(node, type.code, value, path)
-    if (type.code === "Reference") this.reference(type, value, path, scope)
+    if (type.code === "Reference") this.reference(node, type, value, path, scope)
     typeRules(type.code)?.(value, path, this)
     this.fixedAndPattern(node, value, path)
     const own = this.registry.invariants(node, node.path)
@@ -624,14 +634,67 @@ export class Walk {
     if (problem !== undefined) this.report(problem.severity, "code-invalid", path + problem.at, problem.diagnostics)
   }
 
-  private reference(type: TypeChoice, value: Record<string, unknown>, path: string, scope: Scope): void {
+  private reference(node: ElementNode, type: TypeChoice, value: Record<string, unknown>, path: string, scope: Scope): void {
     const targetTypes = type.targetProfiles.map((url) => this.registry.structure(url)?.type ?? url.slice(url.lastIndexOf("/") + 1))
     checkReference(value, targetTypes, path, this.registry.catalog.isResourceType, (s, c, e, d) => this.report(s, c, e, d))
     const reference = value["reference"]
     if (typeof reference !== "string") return
     // `#id` names a resource contained in the top resource that holds this one.
-    const found = { expression: path, reference, targetTypes, contained: containedTypes(scope.rootResource) }
+    let found: FoundReference = { expression: path, reference, targetTypes, contained: containedTypes(scope.rootResource) }
+    // Target profiles other than the base types, and aggregation modes, come with profiles: rare.
+    let profiled = profiledTypes.get(type)
+    if (profiled === undefined) {
+      profiled = type.targetProfiles.some((url, i) => url !== `http://hl7.org/fhir/StructureDefinition/${targetTypes[i]}`)
+      profiledTypes.set(type, profiled)
+    }
+    const aggregation = aggregationOf(node.definition.json)
+    if (profiled) found = { ...found, targetProfiles: type.targetProfiles }
+    if (aggregation.length > 0) found = { ...found, aggregation }
     this.references.push(this.bundleTargets === undefined ? found : { ...found, local: this.bundleTargets })
+    if (profiled || aggregation.length > 0) this.localTarget(found, scope)
+  }
+
+  /**
+   * A reference with target profiles or aggregation modes whose target is told without the Bundle's rules: a
+   * contained resource (`#id`), a resource of the Parameters around it, or, outside any Bundle, nothing local.
+   * The Bundle's references are resolved by its rule (bundle.ts), which calls `referenceTarget`.
+   */
+  private localTarget(found: FoundReference, scope: Scope): void {
+    const reference = found.reference
+    if (reference.startsWith("#")) {
+      if (reference === "#") return
+      const contained = isObject(scope.rootResource) && Array.isArray(scope.rootResource["contained"]) ? scope.rootResource["contained"] : []
+      const target = contained.find((item) => isObject(item) && item["id"] === reference.slice(1))
+      this.referenceTarget(found, isObject(target) ? target : undefined, "contained", { resource: target, rootResource: scope.rootResource })
+    } else if (this.bundle === undefined) {
+      const local = this.bundleTargets?.has(reference) === true
+      // Outside a Bundle a `bundled` mode is not held against a reference: a transaction's entries are
+      // validated one by one, their references already rewritten to the resources written.
+      if (!local && found.aggregation?.includes("bundled") === true) return
+      this.referenceTarget(found, undefined, local ? "bundled" : "elsewhere", scope)
+    }
+  }
+
+  /** What the aggregation modes and target profiles of a reference's element say of the target it resolved to (undefined: none). */
+  referenceTarget(found: FoundReference, target: Record<string, unknown> | undefined, destination: Destination, scope?: Scope): void {
+    const aggregation = aggregationProblem(found.aggregation ?? [], target === undefined && destination !== "bundled" ? "elsewhere" : destination, found.reference)
+    if (aggregation !== undefined) this.report("error", "structure", found.expression, aggregation)
+    if (target === undefined || found.targetProfiles === undefined || this.options.referenceTargets === false) return
+    const targetScope = scope ?? { resource: target, rootResource: target }
+    const problem = targetProfileProblem(found.reference, target, found.targetProfiles, (url) => this.registry.structure(url)?.type, (url) => {
+      const structure = this.registry.structure(url)
+      if (structure === undefined || structure.kind !== "resource") return [`${url} is not a resource profile known here`]
+      const probe = new Walk(this.registry, { ...this.options, referenceTargets: false })
+      probe.root = structure.type
+      try {
+        probe.against(target, structure, structure.type, targetScope, 0)
+        for (const _ of probe.evaluateInvariants()) { /* every step at once */ }
+      } catch (error) {
+        if (!(error instanceof TooManyIssues)) throw error
+      }
+      return probe.issues.filter((issue) => issue.severity === "error" || issue.severity === "fatal").map((issue) => `${issue.expression}: ${issue.diagnostics}`)
+    })
+    if (problem !== undefined) this.report(problem.severity, "structure", found.expression, problem.diagnostics)
   }
 
   /** A canonical naming a conformance resource the server holds: of a type its element allows. */

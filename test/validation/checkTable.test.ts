@@ -46,6 +46,15 @@ describe("the decision table of docs/validation.md", () => {
     expect(table.filter((row) => !keys.includes(row.key)).map((row) => row.key)).toEqual([])
   })
 
+  it("states the number of rows of each decision as the table has them", () => {
+    const doc = read("docs/validation.md")
+    for (const decision of decisions) {
+      const stated = new RegExp(`- \\*\\*${decision}\\*\\* \\((\\d+)\\)`).exec(doc)
+      expect(stated, decision).not.toBeNull()
+      expect(Number(stated![1]), decision).toBe(rows().filter((row) => row.decision === decision).length)
+    }
+  })
+
   it("gives each row a decision and a reason", () => {
     const bad = rows().filter((row) => !decisions.has(row.decision) || row.why === "" || row.why === "-")
     expect(bad.map((row) => `${row.key}: ${row.decision}`)).toEqual([])
