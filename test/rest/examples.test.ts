@@ -88,8 +88,9 @@ describe.skipIf(skipRealPackages)("the R4 examples", () => {
     // Bundle-resources.json is 30 MB: above the default 16 MiB request limit, so this server allows 64 MiB.
     Layer.scoped(Server, startServer("sqlite", {
       server: { max_body_bytes: 64 * 1024 * 1024 },
-      // The examples' own extensions live on the specification's example domains, as a user loading them would allow.
-      validation: { allowed_extension_domains: ["http://example.org/", "https://example.org/", "http://www.example.org/", "http://imaging.acme.com/"] },
+      // The examples' extensions and references live on the specification's example domains: a user loading
+      // them sets the examples mode, in which test/validation/examples.test.ts validates them too.
+      validation: { allow_example_urls: true },
       // The examples refer to each other by their own ids, which a create does not keep.
       conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache, reference_policy: "fhir" }
     })),

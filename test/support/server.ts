@@ -58,9 +58,10 @@ export const startServerOn = (database: DatabaseOptions, settings: FlagSettings 
           ...(database.postgresUrl ? { postgres_url: database.postgresUrl } : {})
         },
         conformance: { package_registry: fixtureMirror, package_cache: packageCache, ...settings.conformance },
-        // Tests write extensions and canonical urls on the example domains, as a user does who allows them;
-        // a test that sets its own validation settings (test/validation/http.test.ts) sees the default refusal.
-        validation: settings.validation ?? { allowed_extension_domains: testExtensionDomains, allow_example_urls: true }
+        // Tests write extensions and canonical urls on the example domains, and vital signs Observations with
+        // only what a test needs, as a user does who allows them; a test that sets its own validation settings
+        // (test/validation/http.test.ts) sees the default refusals.
+        validation: settings.validation ?? { allowed_extension_domains: testExtensionDomains, allow_example_urls: true, vital_signs: "warning" }
       },
       env: {},
       cwd: process.cwd(),

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { sctidProblem } from "../../src/validation/codes.ts"
 import { validateResource } from "../../src/validation/Validator.ts"
-import type { Catalog } from "../../src/catalog/Catalog.ts"
+import { build, type Catalog } from "../../src/catalog/Catalog.ts"
 import { catalogTests, errors, loadResources, problems } from "./support.ts"
 
 const withCatalog = catalogTests()
@@ -313,6 +313,40 @@ describe("the terminology resources", () => {
     const unknown = findings(c, filter("colour", "=", "red"))
     expect(unknown).toEqual([expect.objectContaining({ severity: "warning", expression: "ValueSet.compose.include[0].filter[0]" })])
     expect(unknown[0]?.diagnostics).toContain("The property 'colour' is not known for the system")
+  })
+
+  it("a ValueSet filter value has the type of the property its held system declares: integer, decimal, dateTime, code, Coding", async (context) => {
+    const resources = await loadResources()
+    if (resources === undefined) return context.skip()
+    const typed = {
+      resourceType: "CodeSystem", url: "http://filters.test/cs", name: "Typed", status: "draft", content: "complete",
+      property: [
+        { code: "rank", type: "integer" }, { code: "weight", type: "decimal" }, { code: "since", type: "dateTime" },
+        { code: "group", type: "code" }, { code: "sex", type: "Coding" }
+      ],
+      concept: [{ code: "a", display: "A" }]
+    }
+    const held = build([...resources, typed], 3)
+    const filtered = (property: string, op: string, value: string) =>
+      errors(validateResource(valueSet({ system: "http://filters.test/cs", filter: [{ property, op, value }] }), held)).map((issue) => issue.diagnostics)
+    // Good values: numbers and dates may carry a comparison prefix; `in` lists several.
+    for (const [property, op, value] of [
+      ["rank", "=", "3"], ["rank", "=", "gt2"], ["rank", "in", "1,2"], ["weight", "=", "1.5"], ["weight", "=", "-2e3"],
+      ["since", "=", "2020-01"], ["since", "=", "ge2020-01-01T10:00:00Z"], ["group", "=", "x"],
+      ["sex", "=", "http://hl7.org/fhir/administrative-gender#male"], ["sex", "=", "http://loinc.org#1-8"]
+    ] as const) expect(filtered(property, op, value), `${property} ${value}`).toEqual([])
+    expect(filtered("rank", "=", "3.5")).toEqual(["The value for a filter based on property 'rank' must be integer value, not '3.5'"])
+    expect(filtered("rank", "in", "1,two")).toEqual(["The value for a filter based on property 'rank' must be integer value, not 'two'"])
+    expect(filtered("weight", "=", "heavy")).toEqual(["The value for a filter based on property 'weight' must be a decimal value, not 'heavy'"])
+    expect(filtered("since", "=", "last year")).toEqual(["The value for a filter based on property 'since' must be a valid date(/time), not 'last year'"])
+    expect(filtered("group", "=", " x")).toEqual(["The value for a filter based on property 'group' must be a valid code, not ' x'"])
+    expect(filtered("sex", "=", "male")).toEqual(["The value for a filter based on property 'sex' must be in the format system(|version)#code, not 'male'"])
+    expect(filtered("sex", "=", "http://hl7.org/fhir/administrative-gender#man")).toEqual([
+      "The value for a filter based on property 'sex' is 'http://hl7.org/fhir/administrative-gender#man' which is not a valid code (Unknown code 'man' in the CodeSystem 'http://hl7.org/fhir/administrative-gender' version '4.0.1')"
+    ])
+    // regex and exists take other values.
+    expect(filtered("rank", "regex", "[0-9]+")).toEqual([])
+    expect(filtered("rank", "exists", "true")).toEqual([])
   })
 
   withCatalog("a ConceptMap's source and target codes are codes of the systems it maps (warnings)", (c) => {
