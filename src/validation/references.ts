@@ -205,9 +205,9 @@ export interface LinkProblem {
  * The local links of a narrative that point at nothing or at several things
  * (https://hl7.org/fhir/R4/narrative.html#id). A hyperlink `#x` names an id in the resource (an element, a
  * contained resource, an `id` or `<a name>` of the narrative) or, when the resource has none, anywhere in the
- * Bundle around it; naming nothing is a warning here (R4's own v3 code systems and value sets link to dozens
- * of anchors they lack), naming several a warning. An image `#x` names an id of the resource itself (its
- * contained Binary, say): nothing is a warning as well, several an error.
+ * Bundle around it; naming nothing is an error, as the HL7 reference validator has it (R4's own v3 code
+ * systems and value sets, which link to anchors they lack, are refused for it), naming several a warning. An
+ * image `#x` names an id of the resource itself (its contained Binary, say): nothing and several are errors.
  */
 export const narrativeLinkProblems = (
   div: string,
@@ -223,7 +223,7 @@ export const narrativeLinkProblems = (
     if (count === 0 && !image && bundle !== undefined) count = fragmentCount(bundle, id)
     if (count === 0) {
       problems.push({
-        severity: "warning",
+        severity: "error",
         diagnostics: `The narrative's ${image ? "image" : "link"} '${fragment}' points at nothing: no element, contained resource or anchor has the id '${id}'`
       })
     } else if (count > 1) {

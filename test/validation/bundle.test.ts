@@ -387,10 +387,10 @@ describe("contained resources and narrative links", () => {
     expect(errors(validateResource(withDiv("no link"), c)).map((issue) => issue.diagnostics.slice(0, 26))).toEqual(["Constraint failed: dom-3: "])
   })
 
-  withCatalog("a narrative link that points at nothing is a warning", (c) => {
+  withCatalog("a narrative link that points at nothing is an error", (c) => {
     const found = problems(c, withDiv('<img src="#img" alt="x"/><a href="#nowhere">x</a>'))
     expect(found.map((issue) => [issue.severity, issue.expression, issue.diagnostics])).toEqual([[
-      "warning",
+      "error",
       "Basic.text.div",
       "The narrative's link '#nowhere' points at nothing: no element, contained resource or anchor has the id 'nowhere'"
     ]])

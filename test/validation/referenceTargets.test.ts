@@ -177,7 +177,7 @@ describe("#x links", () => {
     expect(found(validateResource(patient('<img src="#photo"/>'), c), "points at 2 things")).toEqual([["error", "Patient.text.div"]])
     const once = { ...patient('<a href="#photo">photo</a><img src="#photo"/>'), photo: [{ contentType: "image/png", url: "#photo" }] }
     expect(validateResource(once, c).filter((issue) => issue.expression === "Patient.text.div")).toEqual([])
-    expect(found(validateResource(patient('<img src="#nothing"/>'), c), "The narrative's image '#nothing' points at nothing")).toEqual([["warning", "Patient.text.div"]])
+    expect(found(validateResource(patient('<img src="#nothing"/>'), c), "The narrative's image '#nothing' points at nothing")).toEqual([["error", "Patient.text.div"]])
   })
 
   withCatalog("a uri, url or canonical #x must name something in the resource", (c) => {
