@@ -94,7 +94,7 @@ export const extractTgz = async (tgz: string, dest: string, limits: TarLimits = 
       return false
     }
     if (entry.size > limits.maxEntryBytes) {
-      fail(new TarError(`entry ${entry.path} is larger than ${limits.maxEntryBytes} bytes`))
+      fail(new TarError(`entry ${JSON.stringify(entry.path)} is larger than ${limits.maxEntryBytes} bytes`))
       return false
     }
     total += entry.size
