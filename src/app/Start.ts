@@ -20,7 +20,8 @@ import { defaultOptions as idleCollectOptions, processProbes, run as runIdleColl
 import { makePeerList } from "../http/ClientAddress.ts"
 import { cachedProbe, Readiness, Reasons } from "../http/Readiness.ts"
 import { type HttpServer, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import { type EdgeOptions, emptyServingApp, listen, type ListenOptions, ServingApp } from "../http/Server.ts"
+import * as RootRoutes from "../http/RootRoutes.ts"
+import { type EdgeOptions, listen, type ListenOptions, ServingApp } from "../http/Server.ts"
 import { type FastCounts, installFastRead } from "../rest/fastRead.ts"
 import * as FhirApp from "../rest/FhirApp.ts"
 import { basePath, RestSettings } from "../rest/Rest.ts"
@@ -47,10 +48,12 @@ const listenAddress = (bind: string): ListenOptions => {
   return { host: parsed.host.replace(/^\[(.*)\]$/, "$1"), port: parsed.port }
 }
 
-/** FHIR paths go to the FHIR app; anything else is a 404 OperationOutcome. */
-const routeByPrefix = <E>(fhir: Effect.Effect<HttpServerResponse.HttpServerResponse, E, HttpServerRequest.HttpServerRequest>) =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-    request.url === basePath || request.url.startsWith(`${basePath}/`) || request.url.startsWith(`${basePath}?`) ? fhir : emptyServingApp)
+/** FHIR paths go to the FHIR app; every other path to the root route table (a 404 OperationOutcome where it has none). */
+const routeByPrefix = <E>(fhir: Effect.Effect<HttpServerResponse.HttpServerResponse, E, HttpServerRequest.HttpServerRequest>) => {
+  const root = RootRoutes.app(RootRoutes.rootRoutes)
+  return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    request.url === basePath || request.url.startsWith(`${basePath}/`) || request.url.startsWith(`${basePath}?`) ? fhir : root)
+}
 
 export interface Started {
   readonly address: HttpServer.Address

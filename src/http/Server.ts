@@ -15,6 +15,7 @@ import { outcomeResponse } from "./OperationOutcome.ts"
 import * as Probes from "./Probes.ts"
 import { Readiness } from "./Readiness.ts"
 import * as RequestLog from "./RequestLog.ts"
+import * as RootRoutes from "./RootRoutes.ts"
 
 /** The app that answers once the runtime is serving; installed by start-up. */
 export class ServingApp extends Context.Tag("svc/http/ServingApp")<
@@ -29,21 +30,13 @@ export interface EdgeOptions extends Probes.ProbeOptions, RequestLog.RequestLogO
 }
 
 const notFound = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
-  outcomeResponse("not-found", `no route for ${request.method} ${new URL(request.url, "http://localhost").pathname}`))
-
-/** Paths of the interface that this build does not serve yet (ARCHITECTURE: non-FHIR paths at the root). */
-const notBuiltYet = /^\/(?:graphql|sync|_usage|_requests|_audit|export|auth|\.well-known)(?:\/|$|\?)/
+  RootRoutes.noRoute(request.method, new URL(request.url, "http://localhost").pathname))
 
 /**
- * The app for every path outside the FHIR API: a 501 OperationOutcome for an endpoint of the interface
- * not built yet, a 404 for anything else.
+ * The app for every path outside the FHIR API: the root route table (a 501 OperationOutcome for an endpoint
+ * of the interface not built yet), and a 404 for any other path.
  */
-export const emptyServingApp: HttpApp.Default<never, never> = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-  const path = new URL(request.url, "http://localhost").pathname
-  return notBuiltYet.test(path)
-    ? Effect.succeed(outcomeResponse("not-supported", `${path} is not available in this build yet`, { status: 501 }))
-    : notFound
-})
+export const emptyServingApp: HttpApp.Default<never, never> = RootRoutes.app(RootRoutes.rootRoutes)
 
 const gated = (options: EdgeOptions) =>
   Effect.gen(function*() {
