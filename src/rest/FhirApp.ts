@@ -10,7 +10,6 @@ import { databaseLimit } from "../db/errors.ts"
 import { instantOf } from "../store/ResourceStore.ts"
 import { capabilityStatement } from "./capabilities.ts"
 import { compartmentSearch } from "./compartment.ts"
-import { everything, everythingOperations } from "./everything.ts"
 import { fail, FhirError } from "./FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
 import { contentTypeOf, negotiate } from "./Format.ts"
@@ -23,29 +22,9 @@ import { search } from "./search.ts"
 import { processBundle } from "./bundle/Bundles.ts"
 import { basePath, baseUrl, RestSettings } from "./Rest.ts"
 import { bodyText as renderBody, errorResponse } from "./respond.ts"
-import { validateOperation } from "./validate.ts"
+import { invoke, operationPath } from "../operations/registry.ts"
 import { forbiddenCharIn, forbiddenCharRule, paramsProblem, urlTextProblem } from "../validation/fhirText.ts"
 import { create, remove, removeWhere, update, updateWhere } from "./write.ts"
-
-const notImplemented = (what: string) => Effect.fail(fail("not-supported", `${what} is not available in this build yet`, 501))
-
-/**
- * The operations of the interface that later builds serve (spec: Operations): asked for today, they are a 501
- * naming the operation; any other `$name` is not an operation this server knows (404).
- */
-const plannedOperations: ReadonlySet<string> = new Set([
-  "everything", "export", "validate", "meta", "meta-add", "meta-delete", "document", "install", "expand", "lookup",
-  "validate-code", "subsumes", "translate", "expandability", "populate", "extract", "assemble", "next-question",
-  "behavior", "graphql"
-])
-
-/** The name of the operation a path invokes (`[base]/$op`, `[base]/{type}/$op`, `[base]/{type}/{id}/$op`), if it is one. */
-const operationAt = (segments: ReadonlyArray<string>): string | undefined => {
-  const last = segments[segments.length - 1]
-  return segments.length <= 3 && last !== undefined && last.startsWith("$") && segments.slice(0, -1).every((segment) => !segment.startsWith("$"))
-    ? last.slice(1)
-    : undefined
-}
 
 const methodNotAllowed = (method: string, path: string) =>
   Effect.fail(fail("not-supported", `${method} is not allowed on ${path}`, 405))
@@ -83,21 +62,8 @@ const route = (request: FhirRequest, segments: ReadonlyArray<string>, capabiliti
       : methodNotAllowed(method, path)
   }
   if (first === "_history" && second === undefined) return method === "GET" ? history(request, {}) : methodNotAllowed(method, path)
-  if (request.catalog.isResourceType(first) && fourth === undefined && (second === "$validate" || (third === "$validate" && second !== undefined))) {
-    if (method !== "POST" && method !== "GET") return methodNotAllowed(method, path)
-    return validateOperation(request, first, second === "$validate" ? undefined : second)
-  }
-  if (third === "$everything" && second !== undefined && fourth === undefined && everythingOperations[first] !== undefined) {
-    return method === "GET" || method === "POST" ? everything(request, first, second) : methodNotAllowed(method, path)
-  }
-  const operation = operationAt(segments)
-  if (operation !== undefined) {
-    if (segments.length > 1 && !request.catalog.isResourceType(first)) return Effect.fail(fail("not-found", `${first} is not a resource type this server knows`))
-    if (operation === "everything" && everythingOperations[first] === undefined) return Effect.fail(fail("not-found", `$everything is defined on Patient and Encounter, not on ${path}`))
-    return plannedOperations.has(operation)
-      ? notImplemented(`the operation $${operation} (${path})`)
-      : Effect.fail(fail("not-found", `$${operation} is not an operation this server knows (${path})`))
-  }
+  const operation = operationPath(segments)
+  if (operation !== undefined) return invoke(request, request.catalog, method, path, operation)
   if (segments.some((segment) => segment.startsWith("$"))) return Effect.fail(fail("not-found", `no route for ${path}`))
   if (!request.catalog.isResourceType(first)) return Effect.fail(fail("not-found", `${first} is not a resource type this server knows`))
   const type = first

@@ -5,7 +5,7 @@
 import type { Catalog } from "../catalog/Catalog.ts"
 import { buildVersion } from "../version.ts"
 import { searchableCompartment } from "../search/plan/compartment.ts"
-import { everythingOperations } from "./everything.ts"
+import { operationsOn } from "../operations/registry.ts"
 import { referencedTypes, searchParamsOf, systemSearchParams } from "./capabilityParams.ts"
 import { maxCount, maxOffset } from "../search/parse/result.ts"
 import { maxParameters, maxSearchAlternatives } from "../search/parse/problems.ts"
@@ -40,11 +40,9 @@ const includesOf = (catalog: Catalog, type: string) => {
 
 const interactions = ["read", "vread", "update", "patch", "delete", "history-instance", "history-type", "create", "search-type"]
 
-/** The operations invocable on `type` today: `$validate` on every type, `$everything` where its compartment exists. */
-const operationsOf = (catalog: Catalog, type: string) => [
-  { name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" },
-  ...(everythingOperations[type] === undefined || catalog.compartment(type) === undefined ? [] : [{ name: "everything", definition: everythingOperations[type] }])
-]
+/** The operations invocable on `type` (operations/registry.ts); `$everything` where its compartment exists. */
+const operationsOf = (catalog: Catalog, type: string) =>
+  operationsOn(type).filter((operation) => operation.name !== "everything" || catalog.compartment(type) !== undefined)
 
 const compartmentsOf = (catalog: Catalog) => {
   const urls = catalog.compartments.filter((c) => searchableCompartment(catalog, c.code) !== undefined).map((c) => c.url)

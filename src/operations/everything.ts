@@ -14,11 +14,13 @@ import { countExpected, defaultCount, offsetExpected, readCount, readOffset } fr
 import { compartmentTypes } from "../search/plan/compartment.ts"
 import { everythingPage, type EverythingQuery } from "../search/plan/everything.ts"
 import { isKept } from "../search/plan/page.ts"
-import { bundleText } from "./bundleText.ts"
-import { fail } from "./FhirError.ts"
-import type { FhirRequest } from "./FhirRequest.ts"
-import { readResource } from "./RequestBody.ts"
-import { largeBody } from "./largeBody.ts"
+import { bundleText } from "../rest/bundleText.ts"
+import { fail } from "../rest/FhirError.ts"
+import type { FhirRequest } from "../rest/FhirRequest.ts"
+import type { Catalog } from "../catalog/Catalog.ts"
+import { definedInputs, type InputParameter, readArguments, withExtras } from "./arguments.ts"
+import type { OperationModule } from "./Operation.ts"
+import { largeBody } from "../rest/largeBody.ts"
 
 /** The types `$everything` is defined on, with the OperationDefinition of each. */
 export const everythingOperations: Readonly<Record<string, string>> = {
@@ -26,39 +28,27 @@ export const everythingOperations: Readonly<Record<string, string>> = {
   Encounter: "http://hl7.org/fhir/OperationDefinition/Encounter-everything"
 }
 
-const parameterNames = new Set(["start", "end", "_since", "_type", "_count", "_offset"])
-const formatNames = new Set(["_format", "_pretty"])
+/**
+ * What is read beyond the OperationDefinitions: `start` and `end` on Encounter too (R4 defines them on
+ * Patient only), dates of any precision (search's date reader), and `_offset` for the page links.
+ */
+const extras: ReadonlyArray<InputParameter> = [
+  { name: "start", type: undefined, min: 0, max: "1" },
+  { name: "end", type: undefined, min: 0, max: "1" },
+  { name: "_since", type: undefined, min: 0, max: "1" },
+  { name: "_count", type: undefined, min: 0, max: "1" },
+  { name: "_offset", type: undefined, min: 0, max: "1" }
+]
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
+/** The parameters `$everything` takes on `type`, in the order of its OperationDefinition. */
+const inputsOf = (catalog: Catalog, type: string): ReadonlyArray<InputParameter> => {
+  const defined = definedInputs(catalog, everythingOperations[type])
+  const names = new Set(defined.map((input) => input.name))
+  return [...withExtras(defined, extras.filter((extra) => names.has(extra.name))), ...extras.filter((extra) => !names.has(extra.name))]
+    .sort((a, b) => order(a.name) - order(b.name))
+}
 
-/** The operation's parameters from a Parameters body: each `value[x]` that is a string or number, as text. */
-const bodyParameters = (body: Record<string, unknown>) =>
-  Effect.gen(function*() {
-    if (body["resourceType"] !== "Parameters") return yield* fail("invalid", `$everything takes a Parameters body, not ${String(body["resourceType"])}`)
-    const out: Array<[string, string]> = []
-    for (const parameter of Array.isArray(body["parameter"]) ? body["parameter"] : []) {
-      if (!isRecord(parameter) || typeof parameter["name"] !== "string") continue
-      const value = Object.entries(parameter).find(([key, v]) => key.startsWith("value") && (typeof v === "string" || typeof v === "number"))
-      if (value === undefined) return yield* fail("invalid", `The parameter '${parameter["name"]}' of $everything has no value`)
-      out.push([parameter["name"], String(value[1])])
-    }
-    return out
-  })
-
-/** The query and, on POST, the body's parameters, as one query string (what page links repeat). */
-const parametersOf = (request: FhirRequest) =>
-  Effect.gen(function*() {
-    const params = new URLSearchParams()
-    for (const [name, value] of request.params) if (!formatNames.has(name)) params.append(name, value)
-    const contentLength = Number(request.http.headers["content-length"] ?? "0")
-    const hasBody = request.http.method === "POST" && (contentLength > 0 || request.http.headers["transfer-encoding"] !== undefined)
-    if (hasBody) {
-      const body = yield* readResource(request.http, request.maxBodyBytes, request.catalog)
-      for (const [name, value] of yield* bodyParameters(body)) params.append(name, value)
-    }
-    return params
-  })
+const order = (name: string): number => ["start", "end", "_since", "_type", "_count", "_offset"].indexOf(name)
 
 const unreadable = (name: string, value: string, expected: string) =>
   fail("invalid", `The value '${value}' of parameter '${name}' of $everything cannot be read: expected ${expected}`)
@@ -76,10 +66,6 @@ interface Input {
 
 const readInput = (request: FhirRequest, params: URLSearchParams) =>
   Effect.gen(function*() {
-    for (const name of new Set(params.keys())) {
-      if (!parameterNames.has(name)) return yield* fail("invalid", `Unknown parameter '${name}' for $everything; it takes ${[...parameterNames].join(", ")}`)
-      if (name !== "_type" && params.getAll(name).length > 1) return yield* fail("invalid", `The parameter '${name}' of $everything is given more than once`)
-    }
     const date = (name: string) =>
       Effect.gen(function*() {
         const value = params.get(name)
@@ -123,7 +109,7 @@ export const everything = (request: FhirRequest, type: string, id: string) =>
     if (definition === undefined || everythingOperations[type] === undefined) {
       return yield* fail("not-found", `$everything is not defined on ${type}`)
     }
-    const params = yield* parametersOf(request)
+    const params = (yield* readArguments(request, "$everything", inputsOf(catalog, type))).values
     const input = yield* readInput(request, params)
     const db = yield* Database
     const now = yield* Clock.currentTimeMillis
@@ -167,3 +153,12 @@ export const everything = (request: FhirRequest, type: string, id: string) =>
     )
     return yield* largeBody(text, request.negotiated, request.catalog)
   })
+
+export const everythingModule = {
+  name: "everything",
+  levels: ["instance"],
+  types: Object.keys(everythingOperations),
+  definition: (type) => everythingOperations[type ?? ""] ?? everythingOperations["Patient"]!,
+  methods: ["GET", "POST"],
+  run: (call) => everything(call.request, call.type!, call.id!)
+} satisfies OperationModule<ReturnType<typeof everything>>

@@ -13,11 +13,12 @@ import { type Issue as OutcomeIssue } from "../http/OperationOutcome.ts"
 import { readCurrent } from "../store/reads.ts"
 import { referenceCheck } from "../validation/referencePolicy.ts"
 import { isValid, type Issue, validateForWrite, validateResource } from "../validation/Validator.ts"
-import { fail } from "./FhirError.ts"
-import type { FhirRequest } from "./FhirRequest.ts"
-import { readResource } from "./RequestBody.ts"
-import { RestSettings, validationOptions } from "./Rest.ts"
-import { resourceBody } from "./respond.ts"
+import { fail } from "../rest/FhirError.ts"
+import type { FhirRequest } from "../rest/FhirRequest.ts"
+import { readResource } from "../rest/RequestBody.ts"
+import { RestSettings, validationOptions } from "../rest/Rest.ts"
+import { resourceBody } from "../rest/respond.ts"
+import type { OperationModule } from "./Operation.ts"
 
 const modes = ["create", "update", "delete", "profile"] as const
 type Mode = (typeof modes)[number]
@@ -127,3 +128,12 @@ export const validateOperation = (request: FhirRequest, type: string, id: string
     }
     return answer(request, [...extra, ...issues])
   })
+
+export const validateModule = {
+  name: "validate",
+  levels: ["type", "instance"],
+  types: undefined,
+  definition: () => "http://hl7.org/fhir/OperationDefinition/Resource-validate",
+  methods: ["GET", "POST"],
+  run: (call) => validateOperation(call.request, call.type!, call.id)
+} satisfies OperationModule<ReturnType<typeof validateOperation>>

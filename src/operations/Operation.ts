@@ -1,0 +1,22 @@
+/** What an operation module is: how the registry (registry.ts) finds it and calls it. */
+import type { OperationLevel } from "../catalog/definitions.ts"
+import type { FhirRequest } from "../rest/FhirRequest.ts"
+
+/** A call: the request, and the resource type and id of the path (`[base]/{type}/{id}/$op`) when it names them. */
+export interface OperationCall {
+  readonly request: FhirRequest
+  readonly type: string | undefined
+  readonly id: string | undefined
+}
+
+export interface OperationModule<A> {
+  /** The operation's name, without `$`. */
+  readonly name: string
+  readonly levels: ReadonlyArray<OperationLevel>
+  /** The resource types it is served on at type and instance level; undefined: every type. */
+  readonly types: ReadonlyArray<string> | undefined
+  /** The url of the OperationDefinition its parameters are read from, for a type (or the system level). */
+  readonly definition: (type: string | undefined) => string
+  readonly methods: ReadonlyArray<"GET" | "POST">
+  readonly run: (call: OperationCall) => A
+}

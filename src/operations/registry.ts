@@ -1,0 +1,64 @@
+/**
+ * The operations the FHIR API serves (https://hl7.org/fhir/R4/operations.html): one module each, found by
+ * name and level (system `[base]/$op`, type `[base]/{type}/$op`, instance `[base]/{type}/{id}/$op`) and the
+ * resource type. An operation of the interface that a later version serves (spec: Operations) is a 501
+ * naming it; any other `$name` is not an operation this server knows (404).
+ */
+import { Effect } from "effect"
+import type { Catalog } from "../catalog/Catalog.ts"
+import type { OperationLevel } from "../catalog/definitions.ts"
+import { fail } from "../rest/FhirError.ts"
+import type { FhirRequest } from "../rest/FhirRequest.ts"
+import { everythingModule } from "./everything.ts"
+import type { OperationCall } from "./Operation.ts"
+import { validateModule } from "./validate.ts"
+
+/** Every operation served, in the order the CapabilityStatement lists them. */
+export const operations = [validateModule, everythingModule] as const
+
+/** The operations of the interface that later versions serve: asked for today, a 501. */
+const plannedOperations: ReadonlySet<string> = new Set([
+  "everything", "export", "validate", "meta", "meta-add", "meta-delete", "document", "install", "expand", "lookup",
+  "validate-code", "subsumes", "translate", "expandability", "populate", "extract", "assemble", "next-question",
+  "behavior", "graphql"
+])
+
+/** Whether the module serves `level` on `type` (every type when it names none). */
+const serves = (module: (typeof operations)[number], level: OperationLevel, type: string | undefined): boolean =>
+  (module.levels as ReadonlyArray<OperationLevel>).includes(level) && (type === undefined || module.types === undefined || module.types.includes(type))
+
+/** The operations served on a resource type at type or instance level, for the CapabilityStatement. */
+export const operationsOn = (type: string): ReadonlyArray<{ readonly name: string; readonly definition: string }> =>
+  operations.flatMap((module) =>
+    (serves(module, "type", type) || serves(module, "instance", type)) ? [{ name: module.name, definition: module.definition(type) }] : [])
+
+/** Where a path invokes an operation: its name, level, type and id; undefined when no segment is `$name` last. */
+export const operationPath = (segments: ReadonlyArray<string>): { readonly name: string; readonly level: OperationLevel; readonly type?: string; readonly id?: string } | undefined => {
+  const last = segments[segments.length - 1]
+  if (segments.length > 3 || last === undefined || !last.startsWith("$") || segments.slice(0, -1).some((segment) => segment.startsWith("$"))) return undefined
+  const name = last.slice(1)
+  const [first, second] = segments
+  if (segments.length === 1) return { name, level: "system" }
+  if (segments.length === 2) return { name, level: "type", type: first! }
+  return { name, level: "instance", type: first!, id: second! }
+}
+
+/** The answer to a call of an operation at `segments` (an operation path, see operationPath). */
+export const invoke = (request: FhirRequest, catalog: Catalog, method: string, path: string, at: NonNullable<ReturnType<typeof operationPath>>) => {
+  if (at.type !== undefined && !catalog.isResourceType(at.type)) return Effect.fail(fail("not-found", `${at.type} is not a resource type this server knows`))
+  const call: OperationCall = { request, type: at.type, id: at.id }
+  for (const module of operations) {
+    if (module.name !== at.name || !serves(module, at.level, at.type)) continue
+    if (!(module.methods as ReadonlyArray<string>).includes(method)) {
+      return Effect.fail(fail("not-supported", `${method} is not allowed on ${path}`, 405))
+    }
+    return module.run(call)
+  }
+  const named = operations.find((module) => module.name === at.name)
+  if (named?.types !== undefined && at.type !== undefined && !named.types.includes(at.type)) {
+    return Effect.fail(fail("not-found", `$${at.name} is defined on ${named.types.join(" and ")}, not on ${path}`))
+  }
+  return plannedOperations.has(at.name)
+    ? Effect.fail(fail("not-supported", `the operation $${at.name} (${path}) is not available in this build yet`, 501))
+    : Effect.fail(fail("not-found", `$${at.name} is not an operation this server knows (${path})`))
+}
