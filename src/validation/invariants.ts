@@ -6,21 +6,21 @@
  *   walk and the XHTML check, not here.
  * - `per-1` (dates of different precision) and `ref-1` (local references) are written natively: they sit
  *   on every Period and Reference.
- * - Simple expressions run through `simplePath.ts`; the rest through fhirpath.js, with `x.as(T)` read as
+ * - Simple expressions run through `src/fhirpath/simplePath.ts`; the rest through fhirpath.js, with `x.as(T)` read as
  *   `x.ofType(T)` (fhirpath.js wants a singleton before `as`, R4 applies it to collections).
  * - An expression is not evaluated when its outcome is already known from the element names present:
  *   a disjunct `x....empty()` with `x` absent, an `x.exists() implies ...` with `x` absent, or an
  *   expression that reads none of the present names (its outcome on an empty element is computed once).
  * - An empty result is a failure, as in the reference validator. A throw is reported, never raised.
  */
-import { expressionTooLarge } from "./expressionSize.ts"
+import { expressionTooLarge } from "../fhirpath/expressionSize.ts"
 import fhirpath from "fhirpath"
 import r4 from "fhirpath/fhir-context/r4"
 import type { ElementConstraint } from "../catalog/definitions.ts"
 import { comparePeriod } from "./dates.ts"
 import { narrativeFragments } from "./references.ts"
-import { javaRegex } from "./regex.ts"
-import { compileSimple, type SimpleInvariant, Undecided } from "./simplePath.ts"
+import { javaRegex } from "../fhirpath/regex.ts"
+import { compileSimple, type SimpleInvariant, Undecided } from "../fhirpath/simplePath.ts"
 
 export interface Scope {
   /** `%resource`: the resource that holds the element. */

@@ -5,7 +5,7 @@
  * `\s` and `\S` in those regexes are Java's, ASCII only: a no-break space is not whitespace to FHIR.
  * Dates are also checked against the calendar (no 30 February).
  */
-import { javaRegex } from "./regex.ts"
+import { javaRegex } from "../fhirpath/regex.ts"
 import { bidiProblem, htmlTagIn, markdownHtmlAt } from "./security.ts"
 import { isDefiningUrl, uriProblems } from "./uris.ts"
 

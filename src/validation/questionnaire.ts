@@ -21,9 +21,9 @@ import fhirpath from "fhirpath"
 import r4 from "fhirpath/fhir-context/r4"
 import { isObject, type Json } from "../catalog/json.ts"
 import { toCanonical } from "../search/extract/ucum.ts"
-import { expressionTooLarge } from "./expressionSize.ts"
+import { expressionTooLarge } from "../fhirpath/expressionSize.ts"
 import type { Severity } from "./Issue.ts"
-import { javaRegex } from "./regex.ts"
+import { javaRegex } from "../fhirpath/regex.ts"
 import type { Registry } from "./registry.ts"
 
 /** Finds a Questionnaire (its JSON) by canonical url, `url|version` included; undefined when unknown. */

@@ -1,7 +1,7 @@
 /** The one walk over a parsed body: nesting depth and the characters FHIR text may not hold, and the size of a FHIRPath expression. */
 import { describe, expect, it } from "vitest"
 import { checkBody, maxBodyDepth } from "../../src/rest/bodyCheck.ts"
-import { expressionTerms, expressionTooLarge, maxExpressionTerms } from "../../src/validation/expressionSize.ts"
+import { expressionTerms, expressionTooLarge, maxExpressionTerms } from "../../src/fhirpath/expressionSize.ts"
 import { paramsProblem, urlTextProblem } from "../../src/validation/fhirText.ts"
 
 const nested = (levels: number): unknown => JSON.parse("[".repeat(levels - 1) + "{}" + "]".repeat(levels - 1))

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { comparePeriod } from "../../src/validation/dates.ts"
 import { registryFor } from "../../src/validation/registry.ts"
-import { compileSimple } from "../../src/validation/simplePath.ts"
+import { compileSimple } from "../../src/fhirpath/simplePath.ts"
 import { validateResource } from "../../src/validation/Validator.ts"
 import { Walk } from "../../src/validation/walk.ts"
 import { loadR4Examples } from "../support/r4Examples.ts"

@@ -10,7 +10,7 @@ import type { Model } from "fhirpath"
 import { itemCount } from "./elementSlots.ts"
 import { r4Model } from "./fhirModel.ts"
 import { hasMember, isJsonObject, type JsonObject } from "./json.ts"
-import { expressionTooLarge } from "../../validation/expressionSize.ts"
+import { expressionTooLarge } from "../../fhirpath/expressionSize.ts"
 
 /** The fields of the engine's ResourceNode this module relies on. */
 export interface SelectedNode {

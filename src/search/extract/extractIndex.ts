@@ -1,7 +1,7 @@
 /**
  * The index values of one resource for every search parameter of its type.
  * https://hl7.org/fhir/R4/search.html — each parameter's FHIRPath expression is run as a compiled path
- * (`compiledPath.ts`) or with HL7's engine (fhirpath.js), which give the same elements, and each resulting
+ * (`src/fhirpath/compiledPath.ts`) or with HL7's engine (fhirpath.js), which give the same elements, and each resulting
  * element turned into rows by the parameter type (see `values.ts`).
  * Bad data never throws: a value that cannot be read is skipped and counted. The compartments the resource
  * is in follow from its reference rows (`compartments.ts`).
@@ -11,7 +11,7 @@ import type { Catalog } from "../../catalog/Catalog.ts"
 import { type Pacer, yieldToEventLoop } from "../../store/EventLoop.ts"
 import { compartmentRows } from "./compartments.ts"
 import type { CompositeRow, IndexRow, SkippedValue } from "./IndexRow.ts"
-import { type FhirNode, typed } from "./nodes.ts"
+import { type FhirNode, typed } from "../../fhirpath/nodes.ts"
 import { type Engine, planFor, type ParameterPlan, type TypePlan } from "./plan.ts"
 import { rowsOf, type ValueContext } from "./values.ts"
 

@@ -3,9 +3,10 @@
  * generation in a WeakMap keyed by the Catalog object: a new generation is a new object, so old plans go
  * with it. Only known resource types get a plan, so request data cannot grow it.
  */
+import r4 from "fhirpath/fhir-context/r4"
 import type { Catalog, SearchParameterDef } from "../../catalog/Catalog.ts"
-import { compile, compileBranches, type Engine, type Evaluate, isCompiled, prepare } from "./expressions.ts"
-import { elementPath, type FhirNode } from "./nodes.ts"
+import { compile, compileBranches, type Engine, type Evaluate, isCompiled, rewrite, splitUnion } from "../../fhirpath/expressions.ts"
+import { elementPath, type FhirNode } from "../../fhirpath/nodes.ts"
 import { type Canonical, canonicalizer } from "./ucum.ts"
 
 export interface ComponentPlan {
@@ -22,7 +23,7 @@ export interface ParameterPlan {
   /** Top-level keys of which one must be present for the expression to yield anything; undefined: always run. */
   readonly keys: ReadonlyArray<string> | undefined
   readonly components: ReadonlyArray<ComponentPlan>
-  /** Whether every branch runs as a compiled path (compiledPath.ts) rather than through fhirpath.js. */
+  /** Whether every branch runs as a compiled path (src/fhirpath/compiledPath.ts) rather than through fhirpath.js. */
   readonly compiled: boolean
 }
 
@@ -66,6 +67,50 @@ export const ancestorsOf = (catalog: Catalog, type: string): ReadonlyArray<strin
     chain.push(sd.type)
   }
   return chain
+}
+
+interface Prepared {
+  /** The branches that apply, joined again; undefined when none does. */
+  readonly expression: string | undefined
+  /** The same branches one by one. */
+  readonly branches: ReadonlyArray<string>
+  /** The top-level JSON keys the expression reads, or undefined when it cannot be told (always evaluate). */
+  readonly keys: ReadonlyArray<string> | undefined
+}
+
+const computed = /\b(exists|empty|not|count|iif|all|allTrue|anyTrue)\(|\s(and|or|xor|implies)\s/
+
+/**
+ * The part of `expression` that applies to resources of `type`: a union over many resource types
+ * (`AllergyIntolerance.patient | CarePlan.subject... | ...`) is cut at its top-level `|` and only the branches
+ * that can apply to the type are kept. The first element a branch reads (`Observation.code` reads `code`,
+ * `value[x]` its choices) is noted, so that a resource without it skips the evaluation entirely.
+ * `isTypeName` tells type names (`Patient`, `Resource`) from element names; `ancestors` are the type and the
+ * types it derives from.
+ */
+const prepare = (
+  expression: string,
+  type: string,
+  ancestors: ReadonlyArray<string>,
+  isTypeName: (name: string) => boolean
+): Prepared => {
+  const kept: Array<string> = []
+  const keys = new Set<string>()
+  let always = false
+  for (const branch of splitUnion(expression)) {
+    const head = /^\(*\s*([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?/.exec(branch)
+    const first = head?.[1]
+    if (first !== undefined && /^[A-Z]/.test(first) && isTypeName(first) && !ancestors.includes(first)) continue
+    kept.push(rewrite(branch))
+    const element = first !== undefined && /^[A-Z]/.test(first) ? head?.[2] : first
+    if (element === undefined || computed.test(branch)) always = true
+    else {
+      keys.add(element)
+      for (const choice of r4.choiceTypePaths[`${type}.${element}`] ?? []) keys.add(element + choice)
+    }
+  }
+  if (kept.length === 0) return { expression: undefined, branches: [], keys: [] }
+  return { expression: kept.join(" | "), branches: kept, keys: always ? undefined : [...keys] }
 }
 
 const buildPlan = (catalog: Catalog, type: string, engine: Engine): TypePlan => {

@@ -10,7 +10,7 @@ import { normalize } from "../extract/values.ts"
 import { indexKey, isLong } from "../indexKey.ts"
 import type { Criterion, FilterCompare, FilterExpr } from "../parse/SearchRequest.ts"
 import { escapeLike } from "./conditions.ts"
-import { criteriaCondition, criterionCondition } from "./query.ts"
+import { criteriaCondition, criterionCondition } from "./criteria.ts"
 
 type Fragment = Statement.Fragment
 

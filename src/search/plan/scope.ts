@@ -12,7 +12,8 @@ import type { Statement } from "@effect/sql"
 import type { ScopedSearch } from "../parse/parseScope.ts"
 import { type Clause, isCommonCode, parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
 import { clauseCondition, orderedLookup } from "./conditions.ts"
-import { chainTarget, limitOf, pickDriver, whereCondition } from "./query.ts"
+import { chainTarget, pickDriver } from "./criteria.ts"
+import { limitOf, whereCondition } from "./query.ts"
 import { type SortValue, sortValue } from "./sort.ts"
 
 type Fragment = Statement.Fragment

@@ -1,13 +1,13 @@
 /**
- * The compiled paths (src/search/extract/compiledPath.ts) give what fhirpath.js gives: node by node on small
+ * The compiled paths (src/fhirpath/compiledPath.ts) give what fhirpath.js gives: node by node on small
  * inputs, and index row by row over every Synthea resource and every R4 example.
  */
 import { beforeAll, describe, expect, it } from "vitest"
 import type { Catalog } from "../../../src/catalog/Catalog.ts"
-import { compilePath } from "../../../src/search/extract/compiledPath.ts"
-import { compile, isCompiled, rewrite } from "../../../src/search/extract/expressions.ts"
+import { compilePath } from "../../../src/fhirpath/compiledPath.ts"
+import { compile, isCompiled, rewrite } from "../../../src/fhirpath/expressions.ts"
 import { extractIndexReport } from "../../../src/search/extract/extractIndex.ts"
-import { elementPath, typed } from "../../../src/search/extract/nodes.ts"
+import { elementPath, typed } from "../../../src/fhirpath/nodes.ts"
 import { planFor } from "../../../src/search/extract/plan.ts"
 import { loadR4Examples } from "../../support/r4Examples.ts"
 import { asStored, loadSynthea, skipSynthea } from "../../support/synthea.ts"

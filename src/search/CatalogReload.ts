@@ -4,17 +4,17 @@
  * backfill is asked to catch up with it. Commits that arrive while a rebuild runs make one more rebuild.
  */
 import { Context, Effect, Layer, PubSub, Queue, Stream, SubscriptionRef } from "effect"
+import { CatalogService } from "../catalog/CatalogService.ts"
+import { storedEntries } from "../catalog/stored.ts"
 import { Database } from "../db/Database.ts"
-import { Backfill } from "../search/Backfill.ts"
 import { readCurrent } from "../store/reads.ts"
 import { type Change, Writer } from "../store/Writer.ts"
-import { CatalogService } from "./CatalogService.ts"
-import { storedEntries } from "./stored.ts"
+import { Backfill } from "./Backfill.ts"
 
 /** The resource types whose changes rebuild the catalog. */
 const reloadingTypes: ReadonlySet<string> = new Set(["SearchParameter"])
 
-export class CatalogReload extends Context.Tag("svc/catalog/CatalogReload")<CatalogReload, {
+export class CatalogReload extends Context.Tag("svc/search/CatalogReload")<CatalogReload, {
   /** Waits until every commit published so far has reached the catalog and the search index. */
   readonly settled: Effect.Effect<void>
 }>() {}

@@ -11,9 +11,9 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, Layer, Option, PubSub, Queue, Ref, Stream, SubscriptionRef } from "effect"
-import { Backfill } from "../search/Backfill.ts"
+import { Database } from "../db/Database.ts"
 import { Writer } from "../store/Writer.ts"
-import { Database } from "./Database.ts"
+import { Backfill } from "./Backfill.ts"
 
 export interface StatisticsOptions {
   /** Changes that always ask for a refresh, however small the database. */
@@ -24,7 +24,7 @@ export interface StatisticsOptions {
 
 export const defaultStatisticsOptions: StatisticsOptions = { base: 1000, fraction: 0.1 }
 
-export class Statistics extends Context.Tag("svc/db/Statistics")<Statistics, {
+export class Statistics extends Context.Tag("svc/search/Statistics")<Statistics, {
   /** Refreshes the statistics now, with the writer held (SQLite writes them into the file). */
   readonly refresh: Effect.Effect<void, SqlError>
   /** Refreshes done since start, as it changes: a test or a status page can follow it. */

@@ -1,21 +1,20 @@
 /**
- * The SearchParameter expressions of R4, made cheap to run on one resource type.
+ * The SearchParameter expressions of R4, compiled to run on resources: with HL7's engine (fhirpath.js) or,
+ * for the shapes compiledPath.ts knows, as plain functions.
  *
- * - A union over many resource types (`AllergyIntolerance.patient | CarePlan.subject... | ...`) is cut at its
- *   top-level `|` and only the branches that can apply to the type are kept and compiled, once per catalog.
+ * - Which branches of a union over many resource types apply to one type is search's to tell
+ *   (src/search/extract/plan.ts); those are compiled here, once per catalog.
  * - `resolve()` cannot fetch here. R4 only uses it as `resolve() is Type` (`subject.where(resolve() is
  *   Patient)`), which is rewritten to `refIs('Type')`: true when the reference text (`Type/id`, an absolute
  *   URL ending in `Type/id`) or `Reference.type` names that type; a contained `#id` reference reads false.
  * - `x as T` / `x.as(T)` demand a single x in fhirpath.js, but R4 applies them to repeating elements
  *   (`Observation.component.value as Quantity`): they become `x.ofType(T)`, as R5 writes them.
- * - The first element a branch reads (`Observation.code` reads `code`, `value[x]` its choices) is noted,
- *   so that a resource without it skips the evaluation entirely.
  */
 import fhirpath from "fhirpath"
 import r4 from "fhirpath/fhir-context/r4"
 import type { UserInvocationTable } from "fhirpath"
 import { baseRoot, type Compiled, compilePath, referencedType, Unsupported } from "./compiledPath.ts"
-import { expressionTooLarge } from "../../validation/expressionSize.ts"
+import { expressionTooLarge } from "./expressionSize.ts"
 
 export type Evaluate = (resource: unknown) => ReadonlyArray<unknown>
 
@@ -36,7 +35,7 @@ const options = { resolveInternalTypes: false, userInvocationTable: invocations 
 
 /**
  * Compiles an expression, relative to `base` (an element path) when given; undefined when fhirpath.js cannot
- * parse it or it is too large to run safely (../../validation/expressionSize.ts). With the `compiled` engine a compiled path runs instead when there is one, and fhirpath.js for
+ * parse it or it is too large to run safely (expressionSize.ts). With the `compiled` engine a compiled path runs instead when there is one, and fhirpath.js for
  * a resource whose values it does not read exactly (see `Unsupported`).
  */
 export const compile = (expression: string, base?: string, engine: Engine = "fhirpath"): Evaluate | undefined => {
@@ -115,46 +114,6 @@ export const rewrite = (expression: string): string =>
     .replace(/resolve\(\)\s+is\s+([A-Za-z]+)/g, "refIs('$1')")
     .replace(/\(([^()|]+?)\s+as\s+([A-Za-z]+)\)/g, "($1.ofType($2))")
     .replace(/\.as\(([A-Za-z]+)\)/g, ".ofType($1)")
-
-export interface Prepared {
-  /** The branches that apply, joined again; undefined when none does. */
-  readonly expression: string | undefined
-  /** The same branches one by one. */
-  readonly branches: ReadonlyArray<string>
-  /** The top-level JSON keys the expression reads, or undefined when it cannot be told (always evaluate). */
-  readonly keys: ReadonlyArray<string> | undefined
-}
-
-const computed = /\b(exists|empty|not|count|iif|all|allTrue|anyTrue)\(|\s(and|or|xor|implies)\s/
-
-/**
- * The part of `expression` that applies to resources of `type`. `isTypeName` tells type names
- * (`Patient`, `Resource`) from element names; `ancestors` are the type and the types it derives from.
- */
-export const prepare = (
-  expression: string,
-  type: string,
-  ancestors: ReadonlyArray<string>,
-  isTypeName: (name: string) => boolean
-): Prepared => {
-  const kept: Array<string> = []
-  const keys = new Set<string>()
-  let always = false
-  for (const branch of splitUnion(expression)) {
-    const head = /^\(*\s*([A-Za-z_][A-Za-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?/.exec(branch)
-    const first = head?.[1]
-    if (first !== undefined && /^[A-Z]/.test(first) && isTypeName(first) && !ancestors.includes(first)) continue
-    kept.push(rewrite(branch))
-    const element = first !== undefined && /^[A-Z]/.test(first) ? head?.[2] : first
-    if (element === undefined || computed.test(branch)) always = true
-    else {
-      keys.add(element)
-      for (const choice of r4.choiceTypePaths[`${type}.${element}`] ?? []) keys.add(element + choice)
-    }
-  }
-  if (kept.length === 0) return { expression: undefined, branches: [], keys: [] }
-  return { expression: kept.join(" | "), branches: kept, keys: always ? undefined : [...keys] }
-}
 
 /**
  * The branches of a union compiled one by one, their results concatenated. FHIRPath's `|` removes

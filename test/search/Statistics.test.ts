@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Stream, SubscriptionRef } from "effect"
 import { Database } from "../../src/db/Database.ts"
-import { layer as statisticsLayer, Statistics } from "../../src/db/Statistics.ts"
+import { layer as statisticsLayer, Statistics } from "../../src/search/Statistics.ts"
 import { Writer } from "../../src/store/Writer.ts"
 import { build } from "../../src/catalog/Catalog.ts"
 import { createCommand, runCommand } from "../../src/rest/commands.ts"
