@@ -867,7 +867,7 @@ const quantityAnswer = (reporter: QuestionnaireReporter, qItem: Json, value: Jso
     } else if (limit["system"] === "http://unitsofmeasure.org" && value["system"] === "http://unitsofmeasure.org") {
       const ca = toCanonical(amount, value["code"])
       const cb = toCanonical(limit["value"], limit["code"])
-      // A unit this table does not read is left unjudged.
+      // A unit that is not UCUM, or does not convert by a factor, is left unjudged.
       if (ca === undefined || cb === undefined) continue
       if (ca.unit !== cb.unit) {
         reporter.report("error", "invariant", at, `The quantity ${showQuantity(value)} cannot be compared to the allowed ${word} of ${showQuantity(limit)}`)

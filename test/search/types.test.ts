@@ -105,6 +105,30 @@ for (const backend of backends.filter((b) => b.kind !== "memory")) {
           expect(yield* find("5.0")).toEqual([])
         }))
 
+      it.effect("quantities in units beyond the hand table of UCUM units match in another unit of the same kind", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const code = { coding: [{ system: "http://example.org/codes", code: `ucum-${backend.kind}` }] }
+          const values = [
+            { value: 11, unit: "st", system: ucum, code: "[stone_av]" },
+            { value: 70, unit: "kg", system: ucum, code: "kg" },
+            { value: 1, unit: "pt", system: ucum, code: "[pt_us]" },
+            { value: 140, unit: "mEq/L", system: ucum, code: "meq/L" }
+          ]
+          const labels = ["11 [stone_av]", "70 kg", "1 [pt_us]", "140 meq/L"]
+          const ids = yield* createAll(base, values.map((valueQuantity) => ({ resourceType: "Observation", status: "final", code, valueQuantity })))
+          const find = (value: string) =>
+            Effect.map(matching(base, "Observation", `code=http://example.org/codes|ucum-${backend.kind}&value-quantity=${encodeURIComponent(value)}`, ids), labelled(labels, ids))
+          // 11 stone are 69.853 kg; 70 kg are 11.023 stone.
+          expect(yield* find(`69.85|${ucum}|kg`)).toEqual(["11 [stone_av]"])
+          expect(yield* find("69.85||kg")).toEqual(["11 [stone_av]"])
+          expect(yield* find(`gt69|${ucum}|kg`)).toEqual(["11 [stone_av]", "70 kg"])
+          expect(yield* find(`11|${ucum}|[stone_av]`)).toEqual(["11 [stone_av]", "70 kg"])
+          expect(yield* find(`lt11.01|${ucum}|[stone_av]`)).toEqual(["11 [stone_av]"])
+          expect(yield* find(`0.47|${ucum}|L`)).toEqual(["1 [pt_us]"])
+          expect(yield* find(`140|${ucum}|mmol/L`)).toEqual(["140 meq/L"])
+        }))
+
       it.effect("numbers use the precision of the value searched for", () =>
         Effect.gen(function*() {
           const { base } = yield* Server

@@ -364,6 +364,17 @@ describe("answer values", () => {
     expect(against(c, q, uncoded)[0]!.diagnostics).toContain("no coded units")
   })
 
+  withCatalog("quantity answers are compared with the min and max quantity in any UCUM units that convert", (c) => {
+    const limit = (name: string, value: number, code: string) => ({ url: `http://hl7.org/fhir/uv/sdc/StructureDefinition/sdc-questionnaire-${name}`, valueQuantity: { value, system: "http://unitsofmeasure.org", code } })
+    const q = questionnaire([{ linkId: "q", type: "quantity", extension: [limit("minQuantity", 5, "[stone_av]"), limit("maxQuantity", 100, "kg")] }])
+    const quantity = (value: number, code: string) => response([{ linkId: "q", answer: [{ valueQuantity: { value, system: "http://unitsofmeasure.org", code } }] }])
+    expect(against(c, q, quantity(11, "[stone_av]"))).toEqual([])
+    expect(against(c, q, quantity(70, "kg"))).toEqual([])
+    expect(one(against(c, q, quantity(20, "[stone_av]"))).diagnostics).toContain("greater than the allowed maximum")
+    expect(one(against(c, q, quantity(30, "kg"))).diagnostics).toContain("less than the allowed minimum of 5 (UCUM#[stone_av])")
+    expect(against(c, q, quantity(1, "[arb'U]"))).toEqual([])
+  })
+
   withCatalog("quantity answers use a unit of the unitValueSet", (c) => {
     const q = (vs: string) => questionnaire([{ linkId: "q", type: "quantity", extension: [ext("questionnaire-unitValueSet", { valueCanonical: vs })] }])
     const answer = (code: string) => response([{ linkId: "q", answer: [{ valueQuantity: { value: 1, system: "http://hl7.org/fhir/administrative-gender", code } }] }])

@@ -1,14 +1,18 @@
 /**
- * A small table-driven UCUM converter to base units, enough to compare common clinical quantities
- * (https://hl7.org/fhir/R4/search.html#quantity, "canonical units"). It reads products and quotients of
- * known atoms with metric prefixes and integer exponents (`mg/dL`, `kg/m2`, `10*3/uL`, `mm[Hg]`), drops
- * `{annotations}`, and answers undefined for anything else. Base units are those of UCUM (g, m, s, K) plus
- * `mol` kept as its own dimension, so `mmol/L` reads `mol.m-3` rather than a count of particles. Celsius and
- * Fahrenheit are not ratio scales: they are returned as given.
+ * UCUM units in base units, to compare quantities across units (https://hl7.org/fhir/R4/search.html#quantity,
+ * "canonical units"). A small table, the fast path for the common clinical units, reads products and
+ * quotients of known atoms with metric prefixes and integer exponents (`mg/dL`, `kg/m2`, `10*3/uL`,
+ * `mm[Hg]`) and drops `{annotations}`; what it cannot read goes to `@lhncbc/ucum-lhc` (`ucumLhc.ts`), which
+ * knows all of UCUM (`[stone_av]`, `[pt_us]`, `meq/L`, `mL/(kg.min)`). Base units are those of UCUM (g, m, s,
+ * K, rad, C, cd) plus `mol` kept as its own dimension, so `mmol/L` reads `m-3.mol` rather than a count of
+ * particles. Celsius and Fahrenheit are not ratio scales: they are returned as given; other non-ratio units
+ * (`[pH]`) and arbitrary units other than `[iU]`/`[IU]` do not convert.
  */
+import { readWithUcumLhc } from "./ucumLhc.ts"
 
-type Dimension = "g" | "m" | "s" | "K" | "mol"
-const order: ReadonlyArray<Dimension> = ["g", "m", "s", "K", "mol"]
+type Dimension = "g" | "m" | "s" | "K" | "mol" | "rad" | "C" | "cd"
+const order: ReadonlyArray<Dimension> = ["g", "m", "s", "K", "mol", "rad", "C", "cd"]
+const isDimension = (name: string): name is Dimension => (order as ReadonlyArray<string>).includes(name)
 
 interface Atom {
   readonly factor: number
@@ -98,11 +102,16 @@ interface Conversion {
   readonly unit: string
 }
 
-const conversion = (unit: string): Conversion | undefined => {
-  if (temperatures.has(unit)) return { factor: undefined, unit }
+/** The name of the base units, the same whichever reader found them: `g.m-3`, `s-1`, `1`. */
+const named = (factor: number, dims: Partial<Record<Dimension, number>>): Conversion => {
+  const name = order.filter((d) => (dims[d] ?? 0) !== 0).map((d) => (dims[d] === 1 ? d : `${d}${dims[d]}`)).join(".")
+  return { factor, unit: name === "" ? "1" : name }
+}
+
+const fromTable = (unit: string): Conversion | undefined => {
   if (unit === "" || unit.includes("(")) return undefined
   let factor = 1
-  const dims: Record<Dimension, number> = { g: 0, m: 0, s: 0, K: 0, mol: 0 }
+  const dims: Record<Dimension, number> = { g: 0, m: 0, s: 0, K: 0, mol: 0, rad: 0, C: 0, cd: 0 }
   const parts = unit.split(/(?=[./])/)
   for (const part of parts) {
     const divide = part.startsWith("/")
@@ -112,14 +121,27 @@ const conversion = (unit: string): Conversion | undefined => {
     factor = divide ? factor / parsed.factor : factor * parsed.factor
     for (const d of order) dims[d] += (divide ? -1 : 1) * (parsed.dims[d] ?? 0)
   }
-  const name = order.filter((d) => dims[d] !== 0).map((d) => (dims[d] === 1 ? d : `${d}${dims[d]}`)).join(".")
-  return { factor, unit: name === "" ? "1" : name }
+  return named(factor, dims)
 }
+
+const fromLibrary = (unit: string): Conversion | undefined => {
+  const read = readWithUcumLhc(unit)
+  if (read === undefined) return undefined
+  const dims: Partial<Record<Dimension, number>> = {}
+  for (const [name, exponent] of Object.entries(read.dims)) {
+    if (!isDimension(name)) return undefined
+    dims[name] = exponent
+  }
+  return named(read.factor, dims)
+}
+
+const conversion = (unit: string): Conversion | undefined =>
+  temperatures.has(unit) ? { factor: undefined, unit } : fromTable(unit) ?? fromLibrary(unit)
 
 const convert = (value: number, c: Conversion | undefined): Canonical | undefined =>
   c === undefined ? undefined : c.factor === undefined ? { value, unit: c.unit } : { value: Number((value * c.factor).toPrecision(12)), unit: c.unit }
 
-/** `value unit` in UCUM base units, or undefined when the unit is not one this table reads. */
+/** `value unit` in UCUM base units, or undefined when the unit is not UCUM or does not convert by a factor. */
 export const toCanonical = (value: number, unit: string): Canonical | undefined => convert(value, conversion(unit))
 
 /**
