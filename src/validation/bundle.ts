@@ -18,7 +18,7 @@
 import { isObject, type Json } from "../catalog/json.ts"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { FoundReference } from "./referencePolicy.ts"
-import type { Reporter } from "./rules.ts"
+import type { Reporter } from "./Reporter.ts"
 import { canonicalResourceTypes } from "./canonical.ts"
 import { entryFragmentProblems } from "./references.ts"
 

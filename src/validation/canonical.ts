@@ -9,7 +9,7 @@
  *   (https://hl7.org/fhir/R4/references.html#canonical): a warning.
  */
 import { isObject, type Json } from "../catalog/json.ts"
-import type { Reporter } from "./rules.ts"
+import type { Severity } from "./Issue.ts"
 
 /** The R4 resource types whose instances are canonical resources. */
 export const canonicalResourceTypes: ReadonlySet<string> = new Set([
@@ -43,7 +43,12 @@ const standardsStatus = (value: Json): string | undefined => {
   return undefined
 }
 
-export const canonicalResourceRules = (value: Json, path: string, reporter: Reporter): void => {
+/** Where the rules below report (the walk, or any Reporter). */
+interface IssueSink {
+  readonly report: (severity: Severity, code: string, expression: string, diagnostics: string) => void
+}
+
+export const canonicalResourceRules = (value: Json, path: string, reporter: IssueSink): void => {
   const status = value["status"]
   const declared = standardsStatus(value)
   if (typeof status === "string" && status !== "" && declared !== undefined) {

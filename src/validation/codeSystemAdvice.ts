@@ -13,7 +13,7 @@
 import { isObject, type Json } from "../catalog/json.ts"
 import type { CodeSystemDef } from "../catalog/definitions.ts"
 import { snomed } from "./codes.ts"
-import type { Reporter, Rule } from "./rules.ts"
+import type { Reporter, Rule } from "./Reporter.ts"
 import { loinc } from "./terminology.ts"
 
 const list = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])

@@ -20,7 +20,7 @@ import { isObject, type Json } from "../catalog/json.ts"
 import type { Catalog, CodeSystemDef } from "../catalog/Catalog.ts"
 import type { Membership } from "./codes.ts"
 import { snomed } from "./codes.ts"
-import type { Reporter, Rule } from "./rules.ts"
+import type { Reporter, Rule } from "./Reporter.ts"
 import { displayProblem, loinc } from "./terminology.ts"
 
 const list = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])

@@ -15,7 +15,7 @@
  */
 import { isObject, type Json } from "../catalog/json.ts"
 import type { ElementDefinition, StructureDefinition } from "../catalog/definitions.ts"
-import type { Reporter } from "./rules.ts"
+import type { Reporter } from "./Reporter.ts"
 import { equalsFixed } from "./values.ts"
 import { canonicalResourceTypes } from "./canonical.ts"
 

@@ -12,7 +12,7 @@
  */
 import fhirpath from "fhirpath"
 import { isObject, type Json } from "../catalog/json.ts"
-import type { Reporter } from "./rules.ts"
+import type { Reporter } from "./Reporter.ts"
 
 /** Parse outcomes by expression text: undefined when it parses, else the parser's message. Bounded. */
 const parsed = new Map<string, string | undefined>()

@@ -11,7 +11,7 @@
 import type { Catalog } from "../catalog/Catalog.ts"
 import { isObject, type Json } from "../catalog/json.ts"
 import { canonicalResourceTypes } from "./canonical.ts"
-import type { Rule } from "./rules.ts"
+import type { Rule } from "./Reporter.ts"
 
 const workGroupUrl = "http://hl7.org/fhir/StructureDefinition/structuredefinition-wg"
 const workGroupSystem = "http://terminology.hl7.org/CodeSystem/hl7-work-group"

@@ -10,7 +10,7 @@
  *   questionnaire-unit extension).
  */
 import { isObject, type Json } from "../catalog/json.ts"
-import type { Reporter } from "./rules.ts"
+import type { Reporter } from "./Reporter.ts"
 
 type Rule = (value: Json, path: string, reporter: Reporter) => void
 

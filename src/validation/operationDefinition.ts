@@ -11,7 +11,7 @@
  */
 import type { OperationDef, StructureDefinition, ElementDefinition } from "../catalog/Catalog.ts"
 import { isObject, type Json } from "../catalog/json.ts"
-import type { Reporter, Rule } from "./rules.ts"
+import type { Reporter, Rule } from "./Reporter.ts"
 
 const list = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
 const text = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)

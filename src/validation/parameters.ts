@@ -10,7 +10,7 @@
 import type { Catalog } from "../catalog/Catalog.ts"
 import { isObject, type Json } from "../catalog/json.ts"
 import { canonicalResourceTypes } from "./canonical.ts"
-import type { Rule } from "./rules.ts"
+import type { Rule } from "./Reporter.ts"
 
 interface Expected {
   /** The data types a value may have. */

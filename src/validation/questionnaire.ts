@@ -27,7 +27,8 @@ import { javaRegex } from "../fhirpath/regex.ts"
 import type { Registry } from "./registry.ts"
 
 /** Finds a Questionnaire (its JSON) by canonical url, `url|version` included; undefined when unknown. */
-export type QuestionnaireLookup = (url: string) => unknown
+export type { QuestionnaireLookup } from "./Reporter.ts"
+import type { QuestionnaireLookup } from "./Reporter.ts"
 
 export interface QuestionnaireReporter {
   readonly registry: Registry

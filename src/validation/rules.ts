@@ -11,7 +11,9 @@
  * - Coding, and more of CodeSystem, ValueSet and ConceptMap: terminology.ts, terminologyResources.ts,
  *   conceptMap.ts and codeSystemAdvice.ts.
  */
-import { isObject, type Json } from "../catalog/json.ts"
+import type { Rule } from "./Reporter.ts"
+export type { Reporter, Rule } from "./Reporter.ts"
+import { isObject } from "../catalog/json.ts"
 import { bundle } from "./bundle.ts"
 import { codeSystemAdvice } from "./codeSystemAdvice.ts"
 import { codeInSystemProblem, sctidProblem, snomed } from "./codes.ts"
@@ -21,10 +23,7 @@ import { hl7ArtefactRules } from "./hl7Artefacts.ts"
 import { measureRules } from "./measure.ts"
 import { operationDefinitionRules } from "./operationDefinition.ts"
 import { parametersRules } from "./parameters.ts"
-import type { Severity } from "./Issue.ts"
-import { questionnaireResponseRule, questionnaireRule, type QuestionnaireLookup } from "./questionnaire.ts"
-import type { FoundReference } from "./referencePolicy.ts"
-import type { Registry } from "./registry.ts"
+import { questionnaireResponseRule, questionnaireRule } from "./questionnaire.ts"
 import { duplicateSecurityLabels } from "./security.ts"
 import { structureDefinitionRules } from "./structureDefinition.ts"
 import { identifierProblems } from "./uris.ts"
@@ -32,22 +31,7 @@ import { checkCoding } from "./terminology.ts"
 import { codeSystemRules, valueSetRules } from "./terminologyResources.ts"
 import { valueSetAuthoringRules } from "./valueSetAuthoring.ts"
 
-export interface Reporter {
-  readonly registry: Registry
-  readonly report: (severity: Severity, code: string, expression: string, diagnostics: string) => void
-  /** Questionnaires the caller can supply by canonical url (ValidateOptions.questionnaire). */
-  readonly questionnaires?: QuestionnaireLookup | undefined
-  /** The Bundle resource being walked that holds the current resource, if any. */
-  readonly bundle?: Json | undefined
-  /** The references met so far in the walk (those inside a resource are there when its rule runs). */
-  readonly references: ReadonlyArray<FoundReference>
-  /** The walk's options: `examples` when validating a specification's examples. */
-  readonly options?: { readonly examples?: boolean | undefined } | undefined
-  /** A reference of an entry resolved (or not) in the Bundle: its aggregation modes and target profiles are checked (walk.ts). */
-  readonly referenceTarget?: (found: FoundReference, target: Record<string, unknown> | undefined, destination: "bundled" | "elsewhere") => void
-}
 
-export type Rule = (value: Json, path: string, reporter: Reporter) => void
 
 const list = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
 

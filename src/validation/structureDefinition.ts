@@ -19,7 +19,7 @@
 import fhirpath from "fhirpath"
 import type { StructureDefinition } from "../catalog/definitions.ts"
 import { isObject, type Json } from "../catalog/json.ts"
-import type { Reporter } from "./rules.ts"
+import type { Reporter } from "./Reporter.ts"
 
 type Rule = (value: Json, path: string, reporter: Reporter) => void
 

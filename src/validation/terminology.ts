@@ -14,7 +14,7 @@
 import { isObject, type Json } from "../catalog/json.ts"
 import type { CodeSystemDef, ConceptDef } from "../catalog/definitions.ts"
 import { snomed, sctidProblem } from "./codes.ts"
-import type { Reporter } from "./rules.ts"
+import type { Reporter } from "./Reporter.ts"
 
 export const loinc = "http://loinc.org"
 

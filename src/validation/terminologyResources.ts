@@ -11,7 +11,7 @@
  */
 import { isObject, type Json } from "../catalog/json.ts"
 import type { CodeSystemDef } from "../catalog/definitions.ts"
-import type { Reporter } from "./rules.ts"
+import type { Reporter } from "./Reporter.ts"
 import { sctidProblem, snomed } from "./codes.ts"
 import { loinc, loincProblem } from "./terminology.ts"
 import { wrongValueSetMessage } from "./valueSetAuthoring.ts"

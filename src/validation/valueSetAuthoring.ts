@@ -18,7 +18,7 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import type { CodeSystemDef, ValueSetDef } from "../catalog/definitions.ts"
 import { isObject, type Json } from "../catalog/json.ts"
 import { snomed } from "./codes.ts"
-import type { Reporter, Rule } from "./rules.ts"
+import type { Reporter, Rule } from "./Reporter.ts"
 import { displayProblem, loinc } from "./terminology.ts"
 
 const list = (value: unknown): ReadonlyArray<unknown> => (Array.isArray(value) ? value : [])
