@@ -14,6 +14,7 @@ import { CatalogReload, layer as catalogReloadLayer } from "../search/CatalogRel
 import { Backfill, layer as backfillLayer, progressDetails } from "../search/Backfill.ts"
 import { layer as fetcherLayer, optionsFromConfig } from "../packages/Fetcher.ts"
 import { layer as writerLayer, Writer } from "../store/Writer.ts"
+import { alwaysHeld } from "../store/WriterLease.ts"
 import { layer as statisticsLayer } from "../search/Statistics.ts"
 import { indexForSearch, prepareConformance } from "./Conformance.ts"
 import { defaultOptions as idleCollectOptions, processProbes, run as runIdleCollect } from "./IdleCollect.ts"
@@ -82,8 +83,9 @@ export const start = (config: AppConfig) =>
     yield* ProcessLock.acquire(databaseOptions(config)).pipe(Scope.extend(databaseScope))
     yield* readiness.starting(Reasons.migrating)
     yield* migrate({ fhirVersion: config.fhir.version }).pipe(Effect.provide(database))
+    // The process lock above makes this process the only writer of its database: its lease is always held.
     const store = yield* Layer.buildWithScope(
-      Layer.provideMerge(writerLayer, Layer.succeedContext(database)),
+      Layer.provideMerge(writerLayer, Layer.merge(Layer.succeedContext(database), alwaysHeld)),
       databaseScope
     )
     const writer = Context.get(store, Writer)

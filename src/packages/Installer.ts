@@ -3,6 +3,7 @@
  * transaction), its resources becoming ordinary resources of the server, recorded in `svc_packages`
  * with name, version, source and checksum.
  */
+import type { LeaseLost } from "../store/WriterLease.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect } from "effect"
 import { entryOf, hasEntries, type StoredEntry, writeEntries } from "../catalog/stored.ts"
@@ -68,7 +69,7 @@ const progressEvery = 250
 export const installPackage = (
   pkg: InstallablePackage,
   progress?: InstallProgress
-): Effect.Effect<InstallOutcome, SqlError, Database | Writer> =>
+): Effect.Effect<InstallOutcome, SqlError | LeaseLost, Database | Writer> =>
   Effect.gen(function*() {
     if (yield* isInstalled(pkg.name, pkg.version)) return { installed: false, resources: 0, skipped: [] }
     const { writer: sql } = yield* Database

@@ -203,6 +203,11 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
       const isSearch = isSearchPath(catalog, segments, http.method)
       return yield* route(request, segments, capabilities).pipe(
         Effect.catchTag("FhirError", (error) => Effect.succeed(errorResponse(error, negotiated, catalog))),
+        // The writer lease is lost (another process writes now): nothing was committed; the client may retry there.
+        Effect.catchTag("LeaseLost", (error) =>
+          Effect.logWarning(`a write was refused: this process no longer holds the writer lease (${error.reason})`).pipe(
+            Effect.as(errorResponse(fail("transient", "this server can no longer write (it lost the writer lease); nothing was written: try again", 503), negotiated, catalog))
+          )),
         Effect.catchTag("SqlError", (error) => {
           switch (databaseLimit(error)) {
             case "deadline":

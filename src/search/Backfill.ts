@@ -7,6 +7,7 @@
  * resource written meanwhile is indexed by its write with the new catalog; indexing it again is harmless.
  */
 import type { SqlError } from "@effect/sql/SqlError"
+import type { LeaseLost } from "../store/WriterLease.ts"
 import { Cause, Context, Effect, FiberHandle, Layer, Ref, Schedule, Stream, SubscriptionRef } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { Database } from "../db/Database.ts"
@@ -26,7 +27,7 @@ export const defaultOptions: BackfillOptions = { batchSize: 500, logEvery: 10 }
 
 export class Backfill extends Context.Tag("svc/search/Backfill")<Backfill, {
   /** Brings the index up to `catalog` in the calling fiber. */
-  readonly run: (catalog: Catalog) => Effect.Effect<Report, SqlError>
+  readonly run: (catalog: Catalog) => Effect.Effect<Report, SqlError | LeaseLost>
   /** Brings it up to `catalog` in the background, replacing a job for an older catalog; retries on errors. */
   readonly request: (catalog: Catalog) => Effect.Effect<void>
   /** Waits until every background request so far has finished. */

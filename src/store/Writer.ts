@@ -1,11 +1,15 @@
 /**
  * The Writer (ARCHITECTURE.md, A request's way): every write of a primary goes through it. A command
  * runs alone, in one database transaction, with the next commit timestamp (microseconds since the
- * epoch, strictly increasing per database); after the commit the Writer publishes what changed.
+ * epoch, strictly increasing per database); the transaction checks the writer lease (WriterLease.ts)
+ * before the command and before COMMIT, so a fenced process commits nothing. After the commit the Writer
+ * publishes what changed, uninterruptibly: a caller that goes away (a client that disconnects) can stop its
+ * command before COMMIT, which then rolls back, but not what follows a COMMIT.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Context, Effect, Layer, PubSub, Ref } from "effect"
+import { Clock, Context, Effect, Layer, Option, PubSub, Ref } from "effect"
 import { Database } from "../db/Database.ts"
+import { type LeaseLost, WriterLease } from "./WriterLease.ts"
 import type { Operation } from "./ResourceStore.ts"
 
 export interface Change {
@@ -35,7 +39,7 @@ export interface Result<A> {
 export class Writer extends Context.Tag("svc/store/Writer")<Writer, {
   readonly commit: <A, E, R>(
     command: (context: CommitContext) => Effect.Effect<A, E, R>
-  ) => Effect.Effect<Result<A>, E | SqlError, R>
+  ) => Effect.Effect<Result<A>, E | SqlError | LeaseLost, R>
   readonly committed: PubSub.PubSub<Committed>
   /** The timestamp of the last commit published on `committed` (0 before the first). */
   readonly lastPublishedTs: Effect.Effect<number>
@@ -66,6 +70,8 @@ export const nextCommitTs = (nowMicros: number, last: number): number => Math.ma
 export const make = Effect.gen(function*() {
   const db = yield* Database
   const sql = db.writer
+  // A process without a lease service is the only writer of its database (SQLite, tests).
+  const lease = Option.match(yield* Effect.serviceOption(WriterLease), { onNone: () => Effect.void, onSome: (held) => held.check(sql) })
   if (db.dialect === "sqlite") yield* sql.unsafe(`PRAGMA wal_autocheckpoint = ${walAutocheckpointPages}`)
   const rows = yield* sql<{ readonly ts: number | string | null }>`
     SELECT max(ts) AS ts FROM (
@@ -80,11 +86,19 @@ export const make = Effect.gen(function*() {
 
   const commit = <A, E, R>(command: (context: CommitContext) => Effect.Effect<A, E, R>) =>
     lock.withPermits(1)(
-      Effect.gen(function*() {
+      Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
         const now = yield* Clock.currentTimeNanos
         const commitTs = nextCommitTs(Number(now / 1000n), yield* Ref.get(last))
         const changes: Array<Change> = []
-        const value = yield* sql.withTransaction(command({ commitTs, record: (change) => void changes.push(change) }))
+        // Only the command may be interrupted (the transaction then rolls back); the lease is checked
+        // before it and again right before COMMIT.
+        const value = yield* sql.withTransaction(
+          lease.pipe(
+            Effect.zipRight(restore(command({ commitTs, record: (change) => void changes.push(change) }))),
+            Effect.tap(() => lease)
+          )
+        )
+        // Committed: what follows runs whole, whoever waits for it.
         yield* Ref.set(last, commitTs)
         yield* Ref.update(count, (n) => n + 1)
         if (changes.length > 0) {
@@ -92,7 +106,7 @@ export const make = Effect.gen(function*() {
           yield* Ref.set(published, commitTs)
         }
         return { value, commitTs }
-      })
+      }))
     )
 
   return Writer.of({

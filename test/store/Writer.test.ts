@@ -1,11 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, PubSub, Queue, TestClock } from "effect"
+import { Chunk, Deferred, Effect, Exit, Fiber, Layer, PubSub, Queue, Ref, TestClock } from "effect"
 import { Database } from "../../src/db/Database.ts"
 import { putVersion } from "../../src/store/ResourceStore.ts"
 import { currentOfTypes, readCurrent } from "../../src/store/reads.ts"
-import { nextCommitTs, Writer } from "../../src/store/Writer.ts"
+import { layer as writerLayer, nextCommitTs, Writer } from "../../src/store/Writer.ts"
+import { LeaseLost, WriterLease } from "../../src/store/WriterLease.ts"
 import { backends } from "../support/backends.ts"
 import { withStore } from "../support/store.ts"
+import type * as SqlClient from "@effect/sql/SqlClient"
 
 
 describe("commit timestamps", () => {
@@ -65,6 +67,66 @@ for (const backend of backends) {
         expect(yield* Queue.takeAll(subscription)).toEqual(Chunk.of({ commitTs: written.commitTs, changes: [{ type: "Basic", id: "c", version: 1, op: "create" }] }))
         expect(yield* writer.lastPublishedTs).toBe(written.commitTs)
         expect(yield* writer.lastCommitTs).toBe(quiet.commitTs)
+      })))
+
+    it.scoped("commits nothing once the writer lease is lost: not the command in flight, not any later one", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        const { writer: sql } = yield* Database
+        const held = yield* Ref.make(true)
+        const checks = yield* Ref.make(0)
+        // A fake lease, lost when the test says so; the Writer checks it on its connection, in the transaction.
+        const lease = Layer.succeed(WriterLease, WriterLease.of({
+          check: (connection: SqlClient.SqlClient) =>
+            Effect.gen(function*() {
+              yield* Ref.update(checks, (n) => n + 1)
+              yield* connection`SELECT 1`
+              if (!(yield* Ref.get(held))) return yield* Effect.fail(new LeaseLost({ reason: "taken by another process" }))
+            })
+        }))
+        const context = yield* Layer.build(writerLayer.pipe(Layer.provide(Layer.merge(Layer.succeed(Database, yield* Database), lease))))
+        const writer = Layer.succeedContext(context)
+        const fenced = yield* Effect.gen(function*() {
+          const w = yield* Writer
+          const subscription = yield* PubSub.subscribe(w.committed)
+          const put = (id: string) => ({ commitTs: ts, record }: { readonly commitTs: number; readonly record: (c: { type: string; id: string; version: number; op: "create" }) => void }) =>
+            Effect.tap(putVersion(sql, { type: "Basic", id, resource: { resourceType: "Basic" }, commitTs: ts }), () => record({ type: "Basic", id, version: 1, op: "create" }))
+          yield* w.commit(put("before"))
+          // The lease is lost while a command runs: it wrote its row, and yet nothing of it is committed.
+          const inFlight = yield* w.commit((context) => Effect.zipRight(put("during")(context), Ref.set(held, false))).pipe(Effect.flip)
+          const later = yield* w.commit(put("after")).pipe(Effect.flip)
+          const published = yield* Queue.takeAll(subscription)
+          return { inFlight, later, published: Chunk.toArray(published).flatMap((event) => event.changes.map((change) => change.id)) }
+        }).pipe(Effect.provide(writer))
+        expect(fenced.inFlight).toEqual(new LeaseLost({ reason: "taken by another process" }))
+        expect(fenced.later._tag).toBe("LeaseLost")
+        expect(fenced.published).toEqual(["before"])
+        expect(yield* readCurrent(sql, "Basic", "before")).toBeDefined()
+        expect(yield* readCurrent(sql, "Basic", "during")).toBeUndefined()
+        expect(yield* readCurrent(sql, "Basic", "after")).toBeUndefined()
+        // Checked before each command and again before COMMIT: 2 for the first, 2 for the one in flight, 1 for the later one.
+        expect(yield* Ref.get(checks)).toBe(5)
+      })))
+
+    it.scoped("a command interrupted before COMMIT rolls back and publishes nothing", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        const writer = yield* Writer
+        const { writer: sql } = yield* Database
+        const subscription = yield* PubSub.subscribe(writer.committed)
+        const started = yield* Deferred.make<void>()
+        const fiber = yield* Effect.fork(writer.commit(({ commitTs: ts, record }) =>
+          putVersion(sql, { type: "Basic", id: "gone", resource: { resourceType: "Basic" }, commitTs: ts }).pipe(
+            Effect.tap(() => record({ type: "Basic", id: "gone", version: 1, op: "create" })),
+            Effect.zipRight(Deferred.succeed(started, undefined)),
+            Effect.zipRight(Effect.never)
+          )))
+        yield* Deferred.await(started)
+        const exit = yield* Fiber.interrupt(fiber)
+        expect(Exit.isInterrupted(exit)).toBe(true)
+        expect(yield* readCurrent(sql, "Basic", "gone")).toBeUndefined()
+        expect(Chunk.toArray(yield* Queue.takeAll(subscription))).toEqual([])
+        // The Writer goes on.
+        const next = yield* writer.commit(({ commitTs: ts }) => putVersion(sql, { type: "Basic", id: "next", resource: { resourceType: "Basic" }, commitTs: ts }))
+        expect(next.value.version).toBe(1)
       })))
   })
 }

@@ -4,6 +4,7 @@
  * in the transaction that finds nothing left. A resource that cannot be read is logged and passed over;
  * so is one whose rows the database refuses, found by redoing a failed batch one resource at a time.
  */
+import type { LeaseLost } from "../../store/WriterLease.ts"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect } from "effect"
@@ -123,7 +124,7 @@ const oneByOne = (context: JobContext, sql: SqlClient.SqlClient, job: Job, catal
 const upToDate: Report = { job: undefined, resumed: 0, indexed: 0, failed: 0, total: 0 }
 
 /** Brings the index up to `catalog`, resuming the job the database records when it is the same one. */
-export const runJob = (context: JobContext, catalog: Catalog): Effect.Effect<Report, SqlError> =>
+export const runJob = (context: JobContext, catalog: Catalog): Effect.Effect<Report, SqlError | LeaseLost> =>
   Effect.gen(function*() {
     const { db, report } = context
     const sql = db.writer

@@ -1,0 +1,25 @@
+/**
+ * The writer lease (ARCHITECTURE.md, "Writes and the change feed", "Multi-process"): only the process that
+ * holds it may commit. The Writer checks it inside every write transaction, before the command and again
+ * right before COMMIT, so a process that lost the lease (fenced: another took over) commits nothing, even
+ * a command already running. On SQLite the process holds the database file's lock for its whole life, so the
+ * lease is always held; on a Postgres cluster the lease is a row whose epoch the check reads in the same
+ * transaction (with the cluster roles).
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Context, Data, Effect, Layer } from "effect"
+
+/** This process no longer holds the writer lease: it must not commit. */
+export class LeaseLost extends Data.TaggedError("LeaseLost")<{
+  /** Why the lease is not held (taken by another process, expired...). */
+  readonly reason: string
+}> {}
+
+export class WriterLease extends Context.Tag("svc/store/WriterLease")<WriterLease, {
+  /** Succeeds while this process holds the lease; run on the writer's connection, inside the transaction. */
+  readonly check: (sql: SqlClient.SqlClient) => Effect.Effect<void, LeaseLost | SqlError>
+}>() {}
+
+/** The lease of a process that alone can write its database (SQLite: the file lock held since start-up). */
+export const alwaysHeld = Layer.succeed(WriterLease, WriterLease.of({ check: () => Effect.void }))
