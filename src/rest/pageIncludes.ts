@@ -11,9 +11,23 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import { type IncludedKey, type IncludedResource, includedContents, includedKeys } from "../search/plan/include.ts"
 import { fail, type FhirError } from "./FhirError.ts"
-import type { PageRow, SearchsetPlan } from "./search.ts"
 
-const keysOf = (rows: ReadonlyArray<PageRow>) => rows.map((row) => ({ rkey: Number(row.rkey), type: row.type, id: row.id }))
+/** A match of the page as its statement reads it: row key, type, id and the size of its content. */
+export interface PageMatch {
+  readonly rkey: number | string
+  readonly type: string
+  readonly id: string
+  readonly size: number | string
+}
+
+/** The `_include` and `_revinclude` rules of a searchset, and its page's byte bound. */
+export interface IncludeRules {
+  readonly include: Parameters<typeof includedKeys>[2]
+  readonly revinclude: Parameters<typeof includedKeys>[3]
+  readonly maxPageBytes: number
+}
+
+const keysOf = (rows: ReadonlyArray<PageMatch>) => rows.map((row) => ({ rkey: Number(row.rkey), type: row.type, id: row.id }))
 
 const bytesOf = (sizes: ReadonlyArray<number>) => sizes.reduce((sum, size) => sum + size, 0)
 
@@ -23,8 +37,8 @@ const bytesOf = (sizes: ReadonlyArray<number>) => sizes.reduce((sum, size) => su
  */
 export const pageIncludes = (
   sql: SqlClient.SqlClient,
-  plan: Pick<SearchsetPlan, "include" | "revinclude" | "maxPageBytes">,
-  rows: ReadonlyArray<PageRow>
+  plan: IncludeRules,
+  rows: ReadonlyArray<PageMatch>
 ): Effect.Effect<{ readonly included: ReadonlyArray<IncludedResource>; readonly keep: number | undefined }, FhirError | SqlError> =>
   Effect.gen(function*() {
     if (rows.length === 0 || (plan.include.length === 0 && plan.revinclude.length === 0)) return { included: [], keep: undefined }
