@@ -38,7 +38,10 @@ export interface ValidateOptions {
    * the reference validator has them) or warnings (`validation.vital_signs`).
    */
   readonly vitalSigns?: "error" | "warning"
-  /** The time of the check (epoch milliseconds; the caller's clock): dates far from its year are flagged. */
+  /**
+   * The time of the check (epoch milliseconds, from the caller's clock: the write path and $validate give
+   * Effect's Clock): dates more than 80 years after its year are flagged. Left out, only years before 1800 are.
+   */
   readonly now?: number
 }
 

@@ -17,7 +17,7 @@ import type { Reporter } from "./Reporter.ts"
 /** Parse outcomes by expression text: undefined when it parses, else the parser's message. Bounded. */
 const parsed = new Map<string, string | undefined>()
 
-const parseProblem = (expression: string): string | undefined => {
+export const parseProblem = (expression: string): string | undefined => {
   if (parsed.has(expression)) return parsed.get(expression)
   let problem: string | undefined
   try {

@@ -131,8 +131,8 @@ export const isPrimitiveType = (type: string): boolean => checks.has(type)
 /** Receives what the value checks find. */
 export interface ValueReporter {
   report(severity: "error" | "warning" | "information", code: string, expression: string, diagnostics: string): void
-  /** The year of the check (UTC), for the years far from now. */
-  readonly year: number
+  /** The year of the check (UTC), for the years far ahead; without it only years before 1800 are flagged. */
+  readonly year: number | undefined
 }
 
 interface Limits {
@@ -298,7 +298,7 @@ export const checkValue = (
     case "dateTime":
     case "instant": {
       const year = Number(value.slice(0, 4))
-      if (year < 1800 || year > reporter.year + 80) {
+      if (year < 1800 || (reporter.year !== undefined && year > reporter.year + 80)) {
         reporter.report("warning", "value", path, `The value '${value}' is outside the range of reasonable years - check for data entry error`)
       }
       return

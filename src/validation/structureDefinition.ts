@@ -16,7 +16,7 @@
  *   elements in a snapshot; a `type.code` with extensions but no value.
  * - A type that FHIR does not define: the server cannot consult the registry of approved additional resources.
  */
-import fhirpath from "fhirpath"
+import { parseProblem as parsedProblem } from "./constraints.ts"
 import type { StructureDefinition } from "../catalog/definitions.ts"
 import { isObject, type Json } from "../catalog/json.ts"
 import type { Reporter } from "./Reporter.ts"
@@ -177,20 +177,8 @@ const stepsOf = (path: string): ReadonlyArray<Step> | undefined => {
   return steps
 }
 
-/** Parse outcomes by expression: undefined when it parses, else the parser's message. Bounded. */
-const parsed = new Map<string, string | undefined>()
-const parseProblem = (expression: string): string | undefined => {
-  if (parsed.has(expression)) return parsed.get(expression)
-  let problem: string | undefined
-  try {
-    fhirpath.parse(expression)
-  } catch (error) {
-    problem = (error instanceof Error ? error.message : String(error)).split("\n")[0]!.slice(0, 300)
-  }
-  if (parsed.size > 5_000) parsed.clear()
-  parsed.set(expression, problem)
-  return problem
-}
+/** The first line of the FHIRPath parser's message on an expression, undefined when it parses. */
+const parseProblem = (expression: string): string | undefined => parsedProblem(expression)?.split("\n")[0]
 
 /**
  * Whether a discriminator path names something of the sliced element's types: "valid", "invalid" (a name

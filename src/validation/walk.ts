@@ -44,7 +44,7 @@ export interface WalkOptions {
   readonly allowedExtensionDomains?: ReadonlyArray<string> | undefined
   /** Validating examples: extensions on the example domains (example.org, acme.com) need no definition. */
   readonly examples?: boolean | undefined
-  /** The time of the check (epoch milliseconds), from the caller's clock; the system's when left out. */
+  /** The time of the check (epoch milliseconds), from the caller's clock; without it no date is "far ahead". */
   readonly now?: number | undefined
   /** How the findings of the vital signs profile R4 implies by an Observation's code count (`validation.vital_signs`). */
   readonly vitalSigns?: "error" | "warning" | undefined
@@ -122,12 +122,12 @@ export class Walk {
 
   /** Extension urls accepted without a definition (`validation.allowed_extension_domains`). */
   readonly allowedExtensionDomains: ReadonlyArray<string>
-  /** The year of the check (UTC). */
-  readonly year: number
+  /** The year of the check (UTC), when the caller gave its time. */
+  readonly year: number | undefined
 
   constructor(readonly registry: Registry, readonly options: WalkOptions = {}) {
     this.allowedExtensionDomains = options.allowedExtensionDomains ?? []
-    this.year = new Date(options.now ?? Date.now()).getUTCFullYear()
+    this.year = options.now === undefined ? undefined : new Date(options.now).getUTCFullYear()
   }
 
   report(severity: Severity, code: string, expression: string, diagnostics: string): void {

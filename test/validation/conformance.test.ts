@@ -210,10 +210,11 @@ describe("StructureDefinition", () => {
 
   withCatalog("an extension profile on an element of the other modifier kind is an error", (c) => {
     const typed = (path: string, url: string) => profile({}, [{ id: path, path, type: [{ code: "Extension", profile: [url] }] }])
-    const modifier = "http://hl7.org/fhir/StructureDefinition/request-doNotPerform"
+    const core = "http://hl7.org/fhir/StructureDefinition/"
+    const modifier = `${core}request-doNotPerform`
     expect(saying(c, typed("Observation.extension", modifier), "is for a modifier extension")).toHaveLength(1)
     expect(saying(c, typed("Observation.modifierExtension", modifier), "modifier")).toEqual([])
-    expect(saying(c, typed("Observation.modifierExtension", "http://hl7.org/fhir/StructureDefinition/workflow-episodeOfCare"), "is not for a modifier extension")).toHaveLength(1)
+    expect(saying(c, typed("Observation.modifierExtension", `${core}workflow-episodeOfCare`), "is not for a modifier extension")).toHaveLength(1)
   })
 
   withCatalog("a logical model's type is a url in the definition's namespace; a FHIR type is not redefined", (c) => {

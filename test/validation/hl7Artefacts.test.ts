@@ -21,7 +21,7 @@ const valueSet = (fields: Record<string, unknown>) => ({
 
 /** The issues about the work group or publisher of an HL7 artefact. */
 const about = (c: Catalog, resource: unknown, examples = false) =>
-  validateResource(resource, c, { examples }).filter((issue) => /work group|publisher/.test(issue.diagnostics))
+  validateResource(resource, c, { examples }).filter((issue) => /(work group|publisher)/.test(issue.diagnostics))
 
 describe("canonical resources HL7 publishes", () => {
   withCatalog("a work group stated twice or unknown is an error", (c) => {
