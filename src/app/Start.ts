@@ -15,6 +15,7 @@ import { Backfill, layer as backfillLayer, progressDetails } from "../search/Bac
 import { layer as fetcherLayer, optionsFromConfig } from "../packages/Fetcher.ts"
 import { layer as writerLayer, Writer } from "../store/Writer.ts"
 import { alwaysHeld } from "../store/WriterLease.ts"
+import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { layer as statisticsLayer } from "../search/Statistics.ts"
 import { indexForSearch, prepareConformance } from "./Conformance.ts"
 import { defaultOptions as idleCollectOptions, processProbes, run as runIdleCollect } from "./IdleCollect.ts"
@@ -60,6 +61,8 @@ export interface Started {
   readonly address: HttpServer.Address
   /** Waits until every change committed so far has reached the catalog and the search index. */
   readonly searchIndexed: Effect.Effect<void>
+  /** The change feed of the process's commits. */
+  readonly changeFeed: ChangeFeed["Type"]
 }
 
 /** Runs the server until interrupted; fails when listening, opening or migrating fails. */
@@ -156,6 +159,6 @@ export const start = (config: AppConfig) =>
       yield* installFastRead(fast, options, databaseScope).pipe(Effect.provide(services))
     }
     yield* Effect.logInfo("serving", { database: config.database.kind })
-    const started: Started = { address, searchIndexed: Context.get(reload, CatalogReload).settled }
+    const started: Started = { address, searchIndexed: Context.get(reload, CatalogReload).settled, changeFeed: Context.get(store, ChangeFeed) }
     return started
   })

@@ -93,7 +93,7 @@ export const installPackage = (
           const type = String(resource["resourceType"])
           const id = String(resource["id"])
           const stored = yield* putVersion(sql, { type, id, resource, commitTs })
-          record({ type, id, version: stored.version, op: stored.version === 1 ? "create" : "update" })
+          record({ type, id, version: stored.version, op: stored.version === 1 ? "create" : "update", resource: stored.content })
           if (hasEntries(type)) entries.push(entryOf(stored.rkey, stored.version, stored.resource, stored.content))
           if (progress && (index + 1) % progressEvery === 0) progress(label, index + 1, usable.length)
         }

@@ -3,11 +3,14 @@
  * and one place where errors become OperationOutcomes.
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Clock, Effect, Ref } from "effect"
+import { Clock, Effect, Option, Ref } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { CatalogService } from "../catalog/CatalogService.ts"
 import { databaseLimit } from "../db/errors.ts"
+import { RequestInfo } from "../http/RequestLog.ts"
+import { systemOrigin } from "../store/ChangeFeed.ts"
 import { instantOf } from "../store/ResourceStore.ts"
+import { withOrigin } from "../store/Writer.ts"
 import { capabilityStatement } from "./capabilities.ts"
 import { compartmentSearch } from "./compartment.ts"
 import { fail, FhirError } from "./FhirError.ts"
@@ -201,7 +204,14 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
       }
       // Every search answer varies with Prefer (handling=lenient), errors included (spec: Search rules 6).
       const isSearch = isSearchPath(catalog, segments, http.method)
+      // What this request commits is published as made for its caller (src/store/ChangeFeed.ts).
+      const info = yield* Effect.serviceOption(RequestInfo)
+      const origin = Option.match(info, {
+        onNone: () => systemOrigin,
+        onSome: ({ client, requestId }) => ({ actor: `address:${client}`, requestId })
+      })
       return yield* route(request, segments, capabilities).pipe(
+        withOrigin(origin),
         Effect.catchTag("FhirError", (error) => Effect.succeed(errorResponse(error, negotiated, catalog))),
         // The writer lease is lost (another process writes now): nothing was committed; the client may retry there.
         Effect.catchTag("LeaseLost", (error) =>

@@ -170,7 +170,7 @@ export const writeCreates = (
         const version = stored[k]!
         const rows = yield* Effect.mapError(indexRows(env, create.type, create.id, version.resource), (error) => named(start + k, error))
         yield* writeIndex(env.sql, version.rkey, create.type, version.version, rows, env.writes)
-        env.commit.record({ type: create.type, id: create.id, version: version.version, op: "create" })
+        env.commit.record({ type: create.type, id: create.id, version: version.version, op: "create", resource: version.content })
         written.push({ type: create.type, id: create.id, stored: version, created: true })
       }
     }
@@ -187,7 +187,7 @@ export const createCommand = (
     yield* check(knownType(env.catalog, type))
     yield* check(bodyMatches(body, type))
     const stored = yield* store(env, type, id, body)
-    env.commit.record({ type, id, version: stored.version, op: "create" })
+    env.commit.record({ type, id, version: stored.version, op: "create", resource: stored.content })
     return { type, id, stored, created: true }
   })
 
@@ -212,7 +212,7 @@ export const updateCommand = (
     }
     if (ifMatch !== undefined && current?.version !== ifMatch) return yield* conflict(type, id, ifMatch, current?.version)
     const stored = yield* store(env, type, id, body)
-    env.commit.record({ type, id, version: stored.version, op: current === undefined ? "create" : "update" })
+    env.commit.record({ type, id, version: stored.version, op: current === undefined ? "create" : "update", resource: stored.content })
     return { type, id, stored, created: current === undefined }
   })
 
@@ -246,7 +246,7 @@ export const patchCommand = (
     const mismatch = bodyMatches({ ...resource, id: resource["id"] ?? id }, type, id)
     if (mismatch) return yield* fail("processing", `the patched resource is not ${type}/${id}: ${mismatch.diagnostics}`, 422)
     const stored = yield* store(env, type, id, resource, true)
-    env.commit.record({ type, id, version: stored.version, op: "patch" })
+    env.commit.record({ type, id, version: stored.version, op: "patch", resource: stored.content })
     return { type, id, stored, created: false }
   })
 
@@ -264,7 +264,7 @@ export const deleteCommand = (env: CommandEnv, type: string, id: string): Effect
     if (deleted === undefined) return yield* fail("not-found", `${type}/${id} is not known`)
     if (deleted.changed) {
       yield* removeIndex(env.sql, deleted.rkey)
-      env.commit.record({ type, id, version: deleted.version, op: "delete" })
+      env.commit.record({ type, id, version: deleted.version, op: "delete", resource: null })
     }
     return { type, id, version: deleted.version }
   })

@@ -3,12 +3,12 @@
  * updated or deleted, the catalog is built again from the database and swapped in, and the search index
  * backfill is asked to catch up with it. Commits that arrive while a rebuild runs make one more rebuild.
  */
-import { Context, Effect, Layer, PubSub, Queue, Stream, SubscriptionRef } from "effect"
+import { Chunk, Context, Effect, Layer, Stream, SubscriptionRef } from "effect"
 import { CatalogService } from "../catalog/CatalogService.ts"
 import { storedEntries } from "../catalog/stored.ts"
 import { Database } from "../db/Database.ts"
 import { readCurrent } from "../store/reads.ts"
-import { type Change, Writer } from "../store/Writer.ts"
+import { type Change, ChangeFeed } from "../store/ChangeFeed.ts"
 import { Backfill } from "./Backfill.ts"
 
 /** The resource types whose changes rebuild the catalog. */
@@ -21,11 +21,11 @@ export class CatalogReload extends Context.Tag("svc/search/CatalogReload")<Catal
 
 export const make = Effect.gen(function*() {
   const db = yield* Database
-  const writer = yield* Writer
   const catalogs = yield* CatalogService
   const backfill = yield* Backfill
-  const subscription = yield* PubSub.subscribe(writer.committed)
-  const handled = yield* SubscriptionRef.make(yield* writer.lastPublishedTs)
+  const feed = yield* ChangeFeed
+  const events = yield* feed.follow()
+  const handled = yield* SubscriptionRef.make(yield* feed.published)
 
   /**
    * Whether a change can alter the catalog. A SearchParameter written with the same content as the one
@@ -57,19 +57,25 @@ export const make = Effect.gen(function*() {
     yield* backfill.request(catalog)
   }).pipe(Effect.catchAllCause((cause) => Effect.logError("catalog rebuild failed", cause)))
 
-  yield* Effect.gen(function*() {
-    const first = yield* Queue.take(subscription)
-    const events = [first, ...(yield* Queue.takeAll(subscription))]
-    const changes = events.flatMap((event) => event.changes.filter((change) => reloadingTypes.has(change.type)))
-    const needed = yield* Effect.exists(changes, changesCatalog).pipe(
-      Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("could not tell whether the catalog changed", cause), true))
-    )
-    if (needed) yield* reload
-    yield* SubscriptionRef.set(handled, events[events.length - 1]!.commitTs)
-  }).pipe(Effect.forever, Effect.forkScoped)
+  // Commits that arrived together are looked at together: one rebuild for all of them.
+  yield* events.pipe(
+    Stream.runForEachChunk((chunk) =>
+      Effect.gen(function*() {
+        const commits = Chunk.toArray(chunk).filter((event) => event._tag === "Committed")
+        if (commits.length === 0) return
+        const changes = commits.flatMap((event) => event.changes.filter((change) => reloadingTypes.has(change.type)))
+        const needed = yield* Effect.exists(changes, changesCatalog).pipe(
+          Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("could not tell whether the catalog changed", cause), true))
+        )
+        if (needed) yield* reload
+        yield* SubscriptionRef.set(handled, commits[commits.length - 1]!.commitTs)
+      })
+    ),
+    Effect.forkScoped
+  )
 
   const settled = Effect.gen(function*() {
-    const target = yield* writer.lastPublishedTs
+    const target = yield* feed.published
     yield* handled.changes.pipe(Stream.filter((ts) => ts >= target), Stream.runHead)
     yield* backfill.idle
   })

@@ -10,8 +10,9 @@
  * gets them before its first search is planned.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, Layer, Option, PubSub, Queue, Ref, Stream, SubscriptionRef } from "effect"
+import { Context, Effect, Layer, Option, Queue, Ref, Stream, SubscriptionRef } from "effect"
 import { Database } from "../db/Database.ts"
+import { ChangeFeed } from "../store/ChangeFeed.ts"
 import { Writer } from "../store/Writer.ts"
 import { Backfill } from "./Backfill.ts"
 
@@ -62,18 +63,17 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
       Effect.forever,
       Effect.forkScoped
     )
-    const changes = yield* PubSub.subscribe(writer.committed)
-    yield* Queue.take(changes).pipe(
-      Effect.flatMap(({ changes }) =>
-        Effect.gen(function*() {
-          const since = yield* Ref.updateAndGet(sinceRefresh, (n) => n + changes.length)
+    const feed = yield* ChangeFeed
+    yield* (yield* feed.follow()).pipe(
+      Stream.runForEach((event) =>
+        event._tag === "FellBehind" ? Effect.void : Effect.gen(function*() {
+          const since = yield* Ref.updateAndGet(sinceRefresh, (n) => n + event.changes.length)
           const size = yield* Ref.get(atRefresh)
           if (since >= options.base + options.fraction * size) {
             yield* Ref.set(sinceRefresh, 0)
             yield* Queue.offer(wanted, undefined)
           }
         })),
-      Effect.forever,
       Effect.forkScoped
     )
     const backfill = yield* Effect.serviceOption(Backfill)

@@ -7,23 +7,19 @@
  * command before COMMIT, which then rolls back, but not what follows a COMMIT.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Context, Effect, Layer, Option, PubSub, Ref } from "effect"
+import { Clock, Context, Effect, FiberRef, Layer, Option, Ref } from "effect"
 import { Database } from "../db/Database.ts"
+import { type Change, ChangeSink, inProcess, systemOrigin, type WriteOrigin } from "./ChangeFeed.ts"
 import { type LeaseLost, WriterLease } from "./WriterLease.ts"
-import type { Operation } from "./ResourceStore.ts"
 
-export interface Change {
-  readonly type: string
-  readonly id: string
-  readonly version: number
-  readonly op: Operation
-}
+export type { Change } from "./ChangeFeed.ts"
 
-/** Published after each commit: subscriptions, `/sync`, catalog reloads and replicas follow it. */
-export interface Committed {
-  readonly commitTs: number
-  readonly changes: ReadonlyArray<Change>
-}
+/** Who the commits of the current fiber are made for (the change feed's `actor` and `requestId`). */
+export const currentOrigin: FiberRef.FiberRef<WriteOrigin> = FiberRef.unsafeMake(systemOrigin)
+
+/** Runs `effect` with its commits made for `origin`. */
+export const withOrigin = (origin: WriteOrigin) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.locally(effect, currentOrigin, origin)
 
 export interface CommitContext {
   readonly commitTs: number
@@ -40,9 +36,6 @@ export class Writer extends Context.Tag("svc/store/Writer")<Writer, {
   readonly commit: <A, E, R>(
     command: (context: CommitContext) => Effect.Effect<A, E, R>
   ) => Effect.Effect<Result<A>, E | SqlError | LeaseLost, R>
-  readonly committed: PubSub.PubSub<Committed>
-  /** The timestamp of the last commit published on `committed` (0 before the first). */
-  readonly lastPublishedTs: Effect.Effect<number>
   /** The timestamp of the last commit (0 for an empty database). */
   readonly lastCommitTs: Effect.Effect<number>
   /** Commits since the process started. */
@@ -81,20 +74,25 @@ export const make = Effect.gen(function*() {
   const last = yield* Ref.make(Number(rows[0]?.ts ?? 0))
   const count = yield* Ref.make(0)
   const lock = yield* Effect.makeSemaphore(1)
-  const committed = yield* PubSub.unbounded<Committed>()
-  const published = yield* Ref.make(0)
+  const sink = yield* ChangeSink
 
   const commit = <A, E, R>(command: (context: CommitContext) => Effect.Effect<A, E, R>) =>
     lock.withPermits(1)(
       Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
         const now = yield* Clock.currentTimeNanos
         const commitTs = nextCommitTs(Number(now / 1000n), yield* Ref.get(last))
+        const origin = yield* FiberRef.get(currentOrigin)
         const changes: Array<Change> = []
         // Only the command may be interrupted (the transaction then rolls back); the lease is checked
-        // before it and again right before COMMIT.
+        // before it and again right before COMMIT, after the commit's row of the change log.
         const value = yield* sql.withTransaction(
           lease.pipe(
             Effect.zipRight(restore(command({ commitTs, record: (change) => void changes.push(change) }))),
+            Effect.tap(() =>
+              changes.length === 0 ? Effect.void : sql`
+                INSERT INTO svc_commits (commit_ts, actor, request_id)
+                VALUES (${commitTs}, ${origin.actor}, ${origin.requestId})`
+            ),
             Effect.tap(() => lease)
           )
         )
@@ -102,8 +100,7 @@ export const make = Effect.gen(function*() {
         yield* Ref.set(last, commitTs)
         yield* Ref.update(count, (n) => n + 1)
         if (changes.length > 0) {
-          yield* PubSub.publish(committed, { commitTs, changes })
-          yield* Ref.set(published, commitTs)
+          yield* sink.publish({ _tag: "Committed", commitTs, actor: origin.actor, requestId: origin.requestId, changes })
         }
         return { value, commitTs }
       }))
@@ -111,12 +108,11 @@ export const make = Effect.gen(function*() {
 
   return Writer.of({
     commit,
-    committed,
-    lastPublishedTs: Ref.get(published),
     lastCommitTs: Ref.get(last),
     commits: Ref.get(count),
     exclusive: (f) => lock.withPermits(1)(f)
   })
 })
 
-export const layer = Layer.effect(Writer, make)
+/** The Writer with the change feed it publishes to (ChangeFeed and ChangeSink). */
+export const layer = Layer.provideMerge(Layer.effect(Writer, make), inProcess)

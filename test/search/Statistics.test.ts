@@ -32,7 +32,7 @@ const commitChanges = (n: number, from: number) =>
         for (let i = 0; i < n; i++) {
           const id = `s${from + i}`
           yield* sql`INSERT INTO resources (type, id, version, commit_ts) VALUES ('Basic', ${id}, 1, ${commitTs})`
-          record({ type: "Basic", id, version: 1, op: "create" })
+          record({ type: "Basic", id, version: 1, op: "create", resource: null })
         }
       })))
 

@@ -1,11 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Deferred, Effect, Exit, Fiber, Layer, PubSub, Queue, Ref, TestClock } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Ref, TestClock } from "effect"
 import { Database } from "../../src/db/Database.ts"
 import { putVersion } from "../../src/store/ResourceStore.ts"
 import { currentOfTypes, readCurrent } from "../../src/store/reads.ts"
-import { layer as writerLayer, nextCommitTs, Writer } from "../../src/store/Writer.ts"
+import { type CommitContext, layer as writerLayer, nextCommitTs, Writer } from "../../src/store/Writer.ts"
 import { LeaseLost, WriterLease } from "../../src/store/WriterLease.ts"
 import { backends } from "../support/backends.ts"
+import { following, idsOf } from "../support/feed.ts"
 import { withStore } from "../support/store.ts"
 import type * as SqlClient from "@effect/sql/SqlClient"
 
@@ -54,18 +55,25 @@ for (const backend of backends) {
         expect(failed).toBe("stop")
         expect(yield* readCurrent(sql, "Basic", "b")).toBeUndefined()
       })))
-    it.scoped("publishes what a commit changed, and tells the timestamp of the last commit it published", () =>
+    it.scoped("publishes what a commit changed on the change feed, and tells the timestamp of the last commit published", () =>
       withStore(backend.kind, Effect.gen(function*() {
         const writer = yield* Writer
         const { writer: sql } = yield* Database
-        const subscription = yield* PubSub.subscribe(writer.committed)
-        expect(yield* writer.lastPublishedTs).toBe(0)
+        const { take, feed } = yield* following()
+        expect(yield* feed.published).toBe(0)
         const written = yield* writer.commit(({ commitTs: ts, record }) =>
           Effect.tap(putVersion(sql, { type: "Basic", id: "c", resource: { resourceType: "Basic" }, commitTs: ts }), (stored) =>
-            record({ type: "Basic", id: "c", version: stored.version, op: "create" })))
+            record({ type: "Basic", id: "c", version: stored.version, op: "create", resource: stored.content })))
         const quiet = yield* writer.commit(() => Effect.void)
-        expect(yield* Queue.takeAll(subscription)).toEqual(Chunk.of({ commitTs: written.commitTs, changes: [{ type: "Basic", id: "c", version: 1, op: "create" }] }))
-        expect(yield* writer.lastPublishedTs).toBe(written.commitTs)
+        const content = (yield* readCurrent(sql, "Basic", "c"))!.content
+        expect(yield* take(1)).toEqual([{
+          _tag: "Committed",
+          commitTs: written.commitTs,
+          actor: "system",
+          requestId: null,
+          changes: [{ type: "Basic", id: "c", version: 1, op: "create", resource: content }]
+        }])
+        expect(yield* feed.published).toBe(written.commitTs)
         expect(yield* writer.lastCommitTs).toBe(quiet.commitTs)
       })))
 
@@ -87,15 +95,17 @@ for (const backend of backends) {
         const writer = Layer.succeedContext(context)
         const fenced = yield* Effect.gen(function*() {
           const w = yield* Writer
-          const subscription = yield* PubSub.subscribe(w.committed)
-          const put = (id: string) => ({ commitTs: ts, record }: { readonly commitTs: number; readonly record: (c: { type: string; id: string; version: number; op: "create" }) => void }) =>
-            Effect.tap(putVersion(sql, { type: "Basic", id, resource: { resourceType: "Basic" }, commitTs: ts }), () => record({ type: "Basic", id, version: 1, op: "create" }))
-          yield* w.commit(put("before"))
+          const { take, feed } = yield* following()
+          const put = (id: string) => ({ commitTs: ts, record }: CommitContext) =>
+            Effect.tap(putVersion(sql, { type: "Basic", id, resource: { resourceType: "Basic" }, commitTs: ts }), (stored) =>
+              record({ type: "Basic", id, version: 1, op: "create", resource: stored.content }))
+          const before = yield* w.commit(put("before"))
           // The lease is lost while a command runs: it wrote its row, and yet nothing of it is committed.
           const inFlight = yield* w.commit((context) => Effect.zipRight(put("during")(context), Ref.set(held, false))).pipe(Effect.flip)
           const later = yield* w.commit(put("after")).pipe(Effect.flip)
-          const published = yield* Queue.takeAll(subscription)
-          return { inFlight, later, published: Chunk.toArray(published).flatMap((event) => event.changes.map((change) => change.id)) }
+          // Nothing was published after the first commit.
+          expect(yield* feed.published).toBe(before.commitTs)
+          return { inFlight, later, published: idsOf(yield* take(1)) }
         }).pipe(Effect.provide(writer))
         expect(fenced.inFlight).toEqual(new LeaseLost({ reason: "taken by another process" }))
         expect(fenced.later._tag).toBe("LeaseLost")
@@ -111,11 +121,11 @@ for (const backend of backends) {
       withStore(backend.kind, Effect.gen(function*() {
         const writer = yield* Writer
         const { writer: sql } = yield* Database
-        const subscription = yield* PubSub.subscribe(writer.committed)
+        const { take, feed } = yield* following()
         const started = yield* Deferred.make<void>()
         const fiber = yield* Effect.fork(writer.commit(({ commitTs: ts, record }) =>
           putVersion(sql, { type: "Basic", id: "gone", resource: { resourceType: "Basic" }, commitTs: ts }).pipe(
-            Effect.tap(() => record({ type: "Basic", id: "gone", version: 1, op: "create" })),
+            Effect.tap((stored) => record({ type: "Basic", id: "gone", version: 1, op: "create", resource: stored.content })),
             Effect.zipRight(Deferred.succeed(started, undefined)),
             Effect.zipRight(Effect.never)
           )))
@@ -123,10 +133,13 @@ for (const backend of backends) {
         const exit = yield* Fiber.interrupt(fiber)
         expect(Exit.isInterrupted(exit)).toBe(true)
         expect(yield* readCurrent(sql, "Basic", "gone")).toBeUndefined()
-        expect(Chunk.toArray(yield* Queue.takeAll(subscription))).toEqual([])
-        // The Writer goes on.
-        const next = yield* writer.commit(({ commitTs: ts }) => putVersion(sql, { type: "Basic", id: "next", resource: { resourceType: "Basic" }, commitTs: ts }))
+        expect(yield* feed.published).toBe(0)
+        // The Writer goes on, and the next event is the next commit's.
+        const next = yield* writer.commit(({ commitTs: ts, record }) =>
+          Effect.tap(putVersion(sql, { type: "Basic", id: "next", resource: { resourceType: "Basic" }, commitTs: ts }), (stored) =>
+            record({ type: "Basic", id: "next", version: 1, op: "create", resource: stored.content })))
         expect(next.value.version).toBe(1)
+        expect(idsOf(yield* take(1))).toEqual(["next"])
       })))
   })
 }

@@ -15,6 +15,7 @@ import { layer as readinessLayer } from "../../src/http/Readiness.ts"
 import { servingAppLayer } from "../../src/http/Server.ts"
 import * as Log from "../../src/logging/Log.ts"
 import type { DatabaseOptions } from "../../src/db/Database.ts"
+import type { ChangeFeed } from "../../src/store/ChangeFeed.ts"
 import { type BackendKind, freshDatabase } from "./backends.ts"
 import { templateFor } from "./r4Template.ts"
 
@@ -30,6 +31,8 @@ export interface TestServer {
   readonly lines: ReadonlyArray<string>
   /** Waits until every change committed so far has reached the catalog and the search index. */
   readonly searchIndexed: Effect.Effect<void>
+  /** The server's change feed. */
+  readonly changeFeed: ChangeFeed["Type"]
 }
 
 /** Starts a server on a fresh database of `kind`; it stops when the scope closes. */
@@ -70,10 +73,10 @@ export const startServerOn = (database: DatabaseOptions, settings: FlagSettings 
     const lines: Array<string> = []
     const runtime = Layer.mergeAll(Log.layer("warning"), readinessLayer, servingAppLayer).pipe(Layer.provideMerge(Log.memorySink(lines)))
     const context = yield* Layer.build(runtime)
-    const { address, searchIndexed } = yield* start(loaded.config).pipe(Effect.provide(context))
+    const { address, searchIndexed, changeFeed } = yield* start(loaded.config).pipe(Effect.provide(context))
     const port = address._tag === "TcpAddress" ? address.port : 0
     const url = `http://127.0.0.1:${port}`
-    return { url, base: `${url}/fhir`, lines, searchIndexed }
+    return { url, base: `${url}/fhir`, lines, searchIndexed, changeFeed }
   })
 
 export interface Reply {

@@ -2,12 +2,13 @@
 import { Effect, Layer, type Scope } from "effect"
 import { type Database, layer as databaseLayer } from "../../src/db/Database.ts"
 import { migrate } from "../../src/db/Migrations.ts"
+import type { ChangeFeed } from "../../src/store/ChangeFeed.ts"
 import { layer as writerLayer, type Writer } from "../../src/store/Writer.ts"
 import { type BackendKind, freshDatabase } from "./backends.ts"
 
 export const withStore = <A, E>(
   kind: BackendKind,
-  body: Effect.Effect<A, E, Writer | Database | Scope.Scope>
+  body: Effect.Effect<A, E, Writer | ChangeFeed | Database | Scope.Scope>
 ): Effect.Effect<A, unknown, Scope.Scope> =>
   Effect.gen(function*() {
     const options = yield* freshDatabase(kind)
