@@ -1,13 +1,14 @@
 /**
- * The Writer (ARCHITECTURE.md, A request's way): every write of a primary goes through it. A command
- * runs alone, in one database transaction, with the next commit timestamp (microseconds since the
+ * The Writer (ARCHITECTURE.md, "Writes and the change feed"): every write of a primary goes through it, an
+ * actor: commands are queued to one fiber, which runs each alone, in one database transaction, with the next commit timestamp (microseconds since the
  * epoch, strictly increasing per database); the transaction checks the writer lease (WriterLease.ts)
  * before the command and before COMMIT, so a fenced process commits nothing. After the commit the Writer
- * publishes what changed, uninterruptibly: a caller that goes away (a client that disconnects) can stop its
- * command before COMMIT, which then rolls back, but not what follows a COMMIT.
+ * publishes what changed on the change feed (ChangeFeed.ts), uninterruptibly: a caller that goes away (a client
+ * that disconnects) takes its command off the queue or stops it before COMMIT, which then rolls back, but
+ * cannot stop what follows a COMMIT.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Context, Effect, FiberRef, Layer, Option, Ref } from "effect"
+import { Clock, Context, Deferred, Effect, Fiber, FiberRef, Layer, Option, Queue, Ref } from "effect"
 import { Database } from "../db/Database.ts"
 import { type Change, ChangeSink, inProcess, systemOrigin, type WriteOrigin } from "./ChangeFeed.ts"
 import { type LeaseLost, WriterLease } from "./WriterLease.ts"
@@ -57,6 +58,18 @@ export class Writer extends Context.Tag("svc/store/Writer")<Writer, {
  */
 const walAutocheckpointPages = 10000
 
+/** A command waiting for the actor, running (its fiber), or given up by its caller before it ran. */
+interface Job {
+  readonly run: Effect.Effect<void>
+  /** Its caller was interrupted. */
+  cancelled: boolean
+  /** Where it runs, once it does. */
+  fiber: Fiber.RuntimeFiber<void> | undefined
+}
+
+/** Commands waiting beyond this many make their callers wait to queue theirs. */
+const queueCapacity = 4096
+
 /** The next timestamp: the clock's microseconds, or one past the last when the clock has not moved on. */
 export const nextCommitTs = (nowMicros: number, last: number): number => Math.max(nowMicros, last + 1)
 
@@ -73,18 +86,17 @@ export const make = Effect.gen(function*() {
     ) AS t`
   const last = yield* Ref.make(Number(rows[0]?.ts ?? 0))
   const count = yield* Ref.make(0)
-  const lock = yield* Effect.makeSemaphore(1)
   const sink = yield* ChangeSink
 
-  const commit = <A, E, R>(command: (context: CommitContext) => Effect.Effect<A, E, R>) =>
-    lock.withPermits(1)(
-      Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
+  /** One commit, on the actor's turn: only the command may be interrupted, before COMMIT. */
+  const run = <A, E, R>(command: (context: CommitContext) => Effect.Effect<A, E, R>, origin: WriteOrigin) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
         const now = yield* Clock.currentTimeNanos
         const commitTs = nextCommitTs(Number(now / 1000n), yield* Ref.get(last))
-        const origin = yield* FiberRef.get(currentOrigin)
         const changes: Array<Change> = []
-        // Only the command may be interrupted (the transaction then rolls back); the lease is checked
-        // before it and again right before COMMIT, after the commit's row of the change log.
+        // The transaction rolls back when the command fails or is interrupted; the lease is checked before
+        // the command and again right before COMMIT, after the commit's row of the change log.
         const value = yield* sql.withTransaction(
           lease.pipe(
             Effect.zipRight(restore(command({ commitTs, record: (change) => void changes.push(change) }))),
@@ -103,16 +115,56 @@ export const make = Effect.gen(function*() {
           yield* sink.publish({ _tag: "Committed", commitTs, actor: origin.actor, requestId: origin.requestId, changes })
         }
         return { value, commitTs }
-      }))
+      })
+    )
+
+  // The actor: one job at a time, each on a fiber of its own so that its caller can interrupt it.
+  const jobs = yield* Queue.bounded<Job>(queueCapacity)
+  yield* Effect.gen(function*() {
+    const job = yield* Queue.take(jobs)
+    if (job.cancelled) return
+    const fiber = yield* Effect.fork(job.run)
+    job.fiber = fiber
+    // A caller interrupted just as its job started.
+    if (job.cancelled) yield* Fiber.interruptFork(fiber)
+    yield* Fiber.await(fiber)
+  }).pipe(Effect.forever, Effect.forkScoped)
+
+  /**
+   * Queues `effect` for the actor and waits for it. It runs with the caller's fiber-local state (its services,
+   * clock, log annotations); a caller interrupted while it waits takes its job off the queue, or interrupts
+   * it where it runs (which, for a commit, stops only the command before COMMIT) and waits for it to end.
+   */
+  const submit = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const refs = yield* Effect.getFiberRefs
+        const done = yield* Deferred.make<A, E>()
+        const job: Job = {
+          cancelled: false,
+          fiber: undefined,
+          run: Effect.setFiberRefs(refs).pipe(
+            Effect.zipRight(Effect.exit(effect as Effect.Effect<A, E>)),
+            Effect.flatMap((exit) => Deferred.done(done, exit))
+          )
+        }
+        yield* restore(Queue.offer(jobs, job))
+        return yield* restore(Deferred.await(done)).pipe(
+          Effect.onInterrupt(() => {
+            job.cancelled = true
+            return job.fiber === undefined ? Effect.void : Fiber.interrupt(job.fiber)
+          })
+        )
+      })
     )
 
   return Writer.of({
-    commit,
+    commit: (command) => Effect.flatMap(FiberRef.get(currentOrigin), (origin) => submit(run(command, origin))),
     lastCommitTs: Ref.get(last),
     commits: Ref.get(count),
-    exclusive: (f) => lock.withPermits(1)(f)
+    exclusive: submit
   })
 })
 
 /** The Writer with the change feed it publishes to (ChangeFeed and ChangeSink). */
-export const layer = Layer.provideMerge(Layer.effect(Writer, make), inProcess)
+export const layer = Layer.provideMerge(Layer.scoped(Writer, make), inProcess)

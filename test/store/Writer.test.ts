@@ -141,5 +141,32 @@ for (const backend of backends) {
         expect(next.value.version).toBe(1)
         expect(idsOf(yield* take(1))).toEqual(["next"])
       })))
+
+    it.scoped("runs queued commands one at a time; a caller that gives up while its command waits leaves nothing", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        const writer = yield* Writer
+        const { writer: sql } = yield* Database
+        const { take } = yield* following()
+        const put = (id: string) => ({ commitTs: ts, record }: CommitContext) =>
+          Effect.tap(putVersion(sql, { type: "Basic", id, resource: { resourceType: "Basic" }, commitTs: ts }), (stored) =>
+            record({ type: "Basic", id, version: 1, op: "create", resource: stored.content }))
+        const started = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const running = yield* Effect.fork(writer.commit((context) =>
+          Deferred.succeed(started, undefined).pipe(Effect.zipRight(Deferred.await(release)), Effect.zipRight(put("first")(context)))))
+        yield* Deferred.await(started)
+        // Queued behind the first, then abandoned by its caller.
+        const waiting = yield* Effect.fork(writer.commit(put("abandoned")))
+        const queued = yield* Effect.fork(writer.commit(put("third")))
+        yield* Effect.yieldNow()
+        expect(Exit.isInterrupted(yield* Fiber.interrupt(waiting))).toBe(true)
+        yield* Deferred.succeed(release, undefined)
+        const first = yield* Fiber.join(running)
+        const third = yield* Fiber.join(queued)
+        expect(third.commitTs).toBeGreaterThan(first.commitTs)
+        expect(idsOf(yield* take(2))).toEqual(["first", "third"])
+        expect(yield* readCurrent(sql, "Basic", "abandoned")).toBeUndefined()
+        expect(yield* writer.commits).toBe(2)
+      })))
   })
 }
