@@ -104,7 +104,7 @@ export const start = (config: AppConfig) =>
     // After the first indexing, so that its first refresh sees the index it plans searches over.
     yield* Layer.buildWithScope(Layer.provide(statisticsLayer(), Layer.succeedContext(Context.merge(store, indexing))), databaseScope)
     const reload = yield* Layer.buildWithScope(
-      Layer.provide(catalogReloadLayer, Layer.succeedContext(Context.mergeAll(store, catalogContext, indexing))),
+      Layer.provide(catalogReloadLayer(), Layer.succeedContext(Context.mergeAll(store, catalogContext, indexing))),
       databaseScope
     )
     const services = Context.mergeAll(store, catalogContext, indexing).pipe(

@@ -1,9 +1,13 @@
 /**
- * Follows the Writer's commits (ARCHITECTURE.md, A request's way): when a SearchParameter is created,
- * updated or deleted, the catalog is built again from the database and swapped in, and the search index
- * backfill is asked to catch up with it. Commits that arrive while a rebuild runs make one more rebuild.
+ * Follows the change feed (ARCHITECTURE.md, "Catalog and packages"): when a conformance resource the catalog
+ * holds is created, updated or deleted, the catalog is built again from the database and swapped in, and the
+ * search index backfill is asked to catch up with it. A SearchParameter rebuilds it at once (commits that
+ * arrive while a rebuild runs make one more); the other conformance resources (StructureDefinition,
+ * OperationDefinition, CodeSystem, ValueSet, ConceptMap, CompartmentDefinition) once their writes pause for
+ * `quiet`, or `longest` after the first at the latest, so that loading many of them rebuilds it a few times
+ * rather than once per resource. `settled` waits for both.
  */
-import { Chunk, Context, Effect, Layer, Stream, SubscriptionRef } from "effect"
+import { Chunk, Clock, Context, Duration, Effect, Layer, Option, Queue, Stream, SubscriptionRef } from "effect"
 import { CatalogService } from "../catalog/CatalogService.ts"
 import { storedEntries } from "../catalog/stored.ts"
 import { Database } from "../db/Database.ts"
@@ -11,15 +15,34 @@ import { readCurrent } from "../store/reads.ts"
 import { type Change, ChangeFeed } from "../store/ChangeFeed.ts"
 import { Backfill } from "./Backfill.ts"
 
-/** The resource types whose changes rebuild the catalog. */
+/** The resource types whose changes rebuild the catalog at once. */
 const reloadingTypes: ReadonlySet<string> = new Set(["SearchParameter"])
+
+/** The resource types whose changes rebuild the catalog when their writes pause. */
+const laterTypes: ReadonlySet<string> = new Set([
+  "StructureDefinition",
+  "OperationDefinition",
+  "CodeSystem",
+  "ValueSet",
+  "ConceptMap",
+  "CompartmentDefinition"
+])
+
+export interface ReloadTiming {
+  /** A pause in writes of conformance resources this long rebuilds the catalog. */
+  readonly quiet: Duration.DurationInput
+  /** However they go on, the catalog is rebuilt this long after the first write not yet in it. */
+  readonly longest: Duration.DurationInput
+}
+
+export const defaultTiming: ReloadTiming = { quiet: "250 millis", longest: "2 seconds" }
 
 export class CatalogReload extends Context.Tag("svc/search/CatalogReload")<CatalogReload, {
   /** Waits until every commit published so far has reached the catalog and the search index. */
   readonly settled: Effect.Effect<void>
 }>() {}
 
-export const make = Effect.gen(function*() {
+export const make = (timing: ReloadTiming = defaultTiming) => Effect.gen(function*() {
   const db = yield* Database
   const catalogs = yield* CatalogService
   const backfill = yield* Backfill
@@ -57,22 +80,60 @@ export const make = Effect.gen(function*() {
     yield* backfill.request(catalog)
   }).pipe(Effect.catchAllCause((cause) => Effect.logError("catalog rebuild failed", cause)))
 
+  // One rebuild at a time.
+  const rebuilding = yield* Effect.makeSemaphore(1)
+  const rebuild = rebuilding.withPermits(1)(reload)
+  // The last commit seen, and whether one of them changed a conformance resource not yet in the catalog.
+  let seen = yield* feed.published
+  let pending = false
+  // A rebuild for them runs now: what the feed brings meanwhile is handled once it ends.
+  let laterRunning = false
+  const wake = yield* Queue.sliding<void>(1)
+
   // Commits that arrived together are looked at together: one rebuild for all of them.
   yield* events.pipe(
     Stream.runForEachChunk((chunk) =>
       Effect.gen(function*() {
         const commits = Chunk.toArray(chunk).filter((event) => event._tag === "Committed")
         if (commits.length === 0) return
-        const changes = commits.flatMap((event) => event.changes.filter((change) => reloadingTypes.has(change.type)))
-        const needed = yield* Effect.exists(changes, changesCatalog).pipe(
+        seen = commits[commits.length - 1]!.commitTs
+        const changes = commits.flatMap((event) => event.changes)
+        const now = changes.filter((change) => reloadingTypes.has(change.type))
+        const needed = yield* Effect.exists(now, changesCatalog).pipe(
           Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("could not tell whether the catalog changed", cause), true))
         )
-        if (needed) yield* reload
-        yield* SubscriptionRef.set(handled, commits[commits.length - 1]!.commitTs)
+        if (needed) {
+          // A rebuild reads every conformance resource: those waiting for a pause are in it too.
+          pending = false
+          yield* rebuild
+        } else if (changes.some((change) => laterTypes.has(change.type))) {
+          pending = true
+          yield* Queue.offer(wake, undefined)
+        }
+        if (!pending && !laterRunning) yield* SubscriptionRef.set(handled, seen)
       })
     ),
     Effect.forkScoped
   )
+
+  // The rebuild for the other conformance resources, once their writes pause.
+  yield* Effect.gen(function*() {
+    yield* Queue.take(wake)
+    const first = yield* Clock.currentTimeMillis
+    while (true) {
+      yield* Effect.sleep(timing.quiet)
+      const more = yield* Queue.poll(wake)
+      if (Option.isNone(more) || (yield* Clock.currentTimeMillis) - first >= Duration.toMillis(timing.longest)) break
+    }
+    if (!pending) return
+    const upTo = seen
+    pending = false
+    laterRunning = true
+    yield* rebuild.pipe(Effect.ensuring(Effect.sync(() => void (laterRunning = false))))
+    // Commits after `upTo` that change no conformance resource are handled too; one that does is pending again.
+    const through = pending ? upTo : seen
+    yield* SubscriptionRef.update(handled, (ts) => Math.max(ts, through))
+  }).pipe(Effect.forever, Effect.forkScoped)
 
   const settled = Effect.gen(function*() {
     const target = yield* feed.published
@@ -82,7 +143,7 @@ export const make = Effect.gen(function*() {
   return CatalogReload.of({ settled })
 })
 
-export const layer = Layer.scoped(CatalogReload, make)
+export const layer = (timing: ReloadTiming = defaultTiming) => Layer.scoped(CatalogReload, make(timing))
 
 const withoutServerFields = (resource: Readonly<Record<string, unknown>>): Record<string, unknown> => {
   const { id: _id, meta: _meta, text: _text, ...rest } = resource

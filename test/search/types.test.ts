@@ -198,6 +198,34 @@ for (const backend of backends.filter((b) => b.kind !== "memory")) {
           expect(unknown.json.issue[0].diagnostics).toContain("the ValueSet http://example.org/no-such-valueset is not known to this server")
         }))
 
+      it.effect(":in uses a CodeSystem and ValueSet created through the API once they are written, and forgets a deleted one", () =>
+        Effect.gen(function*() {
+          const { base, searchIndexed } = yield* Server
+          const system = `http://example.org/CodeSystem/colours-${backend.kind}`
+          const valueSet = `http://example.org/ValueSet/colours-${backend.kind}`
+          const query = `${base}/Observation?code:in=${valueSet}`
+          expect((yield* call("GET", query)).status).toBe(400)
+          const codes = yield* call("POST", `${base}/CodeSystem`, {
+            body: { resourceType: "CodeSystem", url: system, status: "active", content: "complete", concept: [{ code: "red" }, { code: "blue" }] }
+          })
+          expect(codes.status).toBe(201)
+          const set = yield* call("POST", `${base}/ValueSet`, {
+            body: { resourceType: "ValueSet", url: valueSet, status: "active", compose: { include: [{ system, concept: [{ code: "red" }] }] } }
+          })
+          expect(set.status).toBe(201)
+          const observation = (code: string) =>
+            Effect.map(call("POST", `${base}/Observation`, { body: { resourceType: "Observation", status: "final", code: { coding: [{ system, code }] } } }), (r) => r.json.id as string)
+          const red = yield* observation("red")
+          yield* observation("blue")
+          yield* searchIndexed
+          const found = yield* call("GET", query)
+          expect(found.status).toBe(200)
+          expect(found.json.entry.map((entry: any) => entry.resource.id)).toEqual([red])
+          expect((yield* call("DELETE", `${base}/ValueSet/${set.json.id}`)).status).toBeLessThan(300)
+          yield* searchIndexed
+          expect((yield* call("GET", query)).status).toBe(400)
+        }))
+
       it.effect("strings: accent- and case-insensitive prefixes, :exact and :contains", () =>
         Effect.gen(function*() {
           const { base } = yield* Server
