@@ -45,6 +45,14 @@ const healthz = (request: HttpServerRequest.HttpServerRequest, options: ProbeOpt
     return json(ok ? 200 : 503, body)
   })
 
+/** Whether a request is for a probe (the front door neither admits nor logs it). */
+export const isProbe = (method: string | undefined, url: string): boolean => {
+  if (method !== "GET" && method !== "HEAD") return false
+  const query = url.indexOf("?")
+  const path = query === -1 ? url : url.slice(0, query)
+  return path === "/livez" || path === "/readyz" || path === "/healthz"
+}
+
 /** The probe's response when the request is for a probe. */
 export const answer = (
   request: HttpServerRequest.HttpServerRequest,
