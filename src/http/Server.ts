@@ -124,6 +124,12 @@ interface Traffic {
   drained: (() => void) | undefined
 }
 
+/** Forgets a response that is done (finished or abandoned); the last one of a drain ends the wait. */
+const settled = (traffic: Traffic) => (response: ServerResponse) => {
+  traffic.inFlight.delete(response)
+  if (traffic.draining && traffic.inFlight.size === 0) traffic.drained?.()
+}
+
 /**
  * Idle keep-alive connections stay open for 65 s (Node's default is 5 s): a client or balancer that
  * reuses a connection the server has just closed sees a reset, and most keep theirs for up to 60 s.
@@ -131,21 +137,17 @@ interface Traffic {
  * and hooks its completion; an admitted request goes to the slot's fast handler, and to the edge's
  * listener when it declines. While draining, always to the edge (which answers 503), with `Connection: close`.
  */
-const makeNodeServer = (slot: FastSlot, traffic: Traffic, door: (settled: (response: ServerResponse) => void) => FrontDoor.FrontDoor) => () => {
+const makeNodeServer = (slot: FastSlot, traffic: Traffic, front: FrontDoor.FrontDoor) => () => {
   const server = createServer({ maxHeaderSize: maxHeaderBytes })
   server.on("clientError", answerClientError)
   server.keepAliveTimeout = 65_000
   server.headersTimeout = 66_000
   traffic.server = server
   const emit = server.emit
-  const finished = (response: ServerResponse) => {
-    traffic.inFlight.delete(response)
-    if (traffic.draining && traffic.inFlight.size === 0) traffic.drained?.()
+  const done = settled(traffic)
+  const probeDone = function(this: ServerResponse) {
+    done(this)
   }
-  const probeFinished = function(this: ServerResponse) {
-    finished(this)
-  }
-  const front = door(finished)
   const frontFirst = (event: string | symbol, ...args: Array<unknown>): boolean => {
     if (event === "request") {
       const request = args[0] as IncomingMessage
@@ -153,7 +155,7 @@ const makeNodeServer = (slot: FastSlot, traffic: Traffic, door: (settled: (respo
       traffic.inFlight.add(response)
       if (traffic.draining) response.setHeader("connection", "close")
       if (Probes.isProbe(request.method, request.url ?? "")) {
-        response.on("close", probeFinished)
+        response.on("close", probeDone)
       } else {
         const admission = front.enter(request, response)
         if (admission === undefined) return true
@@ -222,27 +224,22 @@ export const listen = (listenOptions: ListenOptions, options: EdgeOptions, drain
     const policies = yield* Effect.serviceOption(FrontDoor.AdmissionPolicies)
     const listeners = yield* Effect.serviceOption(FrontDoor.CompletionListeners)
     const resolve = yield* Effect.serviceOption(FrontDoor.PrincipalResolution)
-    let door: FrontDoor.FrontDoor | undefined
-    const makeDoor = (settled: (response: ServerResponse) => void) => {
-      door = FrontDoor.make({
-        trusted: options.trusted,
-        requestLog: options.requestLog,
-        sink,
-        clock,
-        policies: Option.getOrElse(policies, () => []),
-        listeners: Option.getOrElse(listeners, () => []),
-        ...(Option.isSome(resolve) ? { resolve: resolve.value } : {}),
-        settled
-      })
-      return door
-    }
-    const context = yield* Layer.build(NodeHttpServer.layer(makeNodeServer(fast, traffic, makeDoor), listenOptions)).pipe(
+    const door = FrontDoor.make({
+      trusted: options.trusted,
+      requestLog: options.requestLog,
+      sink,
+      clock,
+      policies: Option.getOrElse(policies, () => []),
+      listeners: Option.getOrElse(listeners, () => []),
+      ...(Option.isSome(resolve) ? { resolve: resolve.value } : {}),
+      settled: settled(traffic)
+    })
+    const context = yield* Layer.build(NodeHttpServer.layer(makeNodeServer(fast, traffic, door), listenOptions)).pipe(
       Effect.mapError((error) => listenFailure(listenOptions.host, listenOptions.port, error.cause))
     )
     const server = Context.get(context, HttpServer.HttpServer)
     // No tracer exports spans, so none are made: the HTTP middleware's span per request (URL parsing, a copy
     // of the headers, attributes) and @effect/sql's span per statement were a large share of a read's CPU.
-    if (door === undefined) return yield* Effect.dieMessage("the HTTP server was not made")
     yield* HttpServer.serveEffect(edge(options, door)).pipe(
       Effect.provide(context),
       Effect.locally(HttpMiddleware.currentTracerDisabledWhen, constTrue),
