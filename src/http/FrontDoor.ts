@@ -140,7 +140,7 @@ const outcomeType = "application/fhir+json; charset=utf-8"
 export const make = (options: FrontDoorOptions): FrontDoor => {
   const { clock, listeners, sink, trusted } = options
   const resolve = options.resolve ?? anonymousResolver
-  const verdict = admit(options.policies)
+  const judge = admit(options.policies)
   const settled = options.settled
 
   const complete = (admission: Admission, aborted: boolean, fallbackStatus: number) => {
@@ -150,6 +150,7 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
     // Nothing was sent when the client left before any answer.
     const bytesOut = admission.bytesOut === undefined ? (aborted ? 0 : null) : admission.bytesOut
     const durationMs = Number(clock.unsafeCurrentTimeNanos() - admission.startedNanos) / 1e6
+    const path = pathOf(admission.url)
     if (options.requestLog) {
       sink.write(JSON.stringify({
         time: new Date(clock.unsafeCurrentTimeMillis()).toISOString(),
@@ -157,7 +158,7 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
         message: "request",
         request_id: admission.requestId,
         method: admission.method,
-        path: pathOf(admission.url),
+        path,
         status,
         duration_ms: durationMs,
         client: admission.client,
@@ -171,7 +172,7 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
       requestId: admission.requestId,
       client: admission.client,
       method: admission.method,
-      path: pathOf(admission.url),
+      path,
       status,
       bytesIn: admission.bytesIn,
       bytesOut,
@@ -191,8 +192,8 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
     settled?.(this)
   }
 
-  /** Takes the request's id, client and caller, and asks `admit`; the admission is attached whatever the verdict. */
-  const admission = (request: IncomingMessage): [Admission, Verdict] => {
+  /** Takes the request's route, id, client and caller, and attaches them to it, whatever `admit` says next. */
+  const admission = (request: IncomingMessage): Admission => {
     const startedNanos = clock.unsafeCurrentTimeNanos()
     const headers = request.headers
     const method = request.method ?? "GET"
@@ -217,7 +218,7 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
       completed: false
     }
     ;(request as IncomingMessage & Admitted)[admissionKey] = admission
-    return [admission, verdict(route, principal, request)]
+    return admission
   }
 
   const refusalBody = (admission: Admission, refusal: Refusal): string => {
@@ -228,8 +229,9 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
   }
 
   const enter = (request: IncomingMessage, response: ServerResponse): Admission | undefined => {
-    const [entered, verdict] = admission(request)
+    const entered = admission(request)
     response.on("close", closed)
+    const verdict = judge(entered.route, entered.principal, request)
     if (verdict._tag === "Admitted") return entered
     const body = refusalBody(entered, verdict)
     // In the order the edge sends an OperationOutcome's headers.
@@ -244,11 +246,12 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
   }
 
   const enterUpgrade = (request: IncomingMessage, socket: Duplex): Admission | undefined => {
-    const [entered, verdict] = admission(request)
+    const entered = admission(request)
     socket.once("close", () => {
       entered.closed = true
       if (!entered.inEdge) complete(entered, entered.status === undefined, 499)
     })
+    const verdict = judge(entered.route, entered.principal, request)
     if (verdict._tag === "Admitted") return entered
     const body = refusalBody(entered, verdict)
     const extra = Object.entries(verdict.headers ?? {}).map(([name, value]) => `${name}: ${value}\r\n`).join("")
