@@ -282,8 +282,8 @@ describe("the front door", () => {
       Effect.gen(function*() {
         const { admissions, completions, server } = yield* Governed
         const counts = [admissions.length, completions.length, server.lines.length]
-        for (const probe of ["/livez", "/readyz", "/healthz"]) {
-          expect((yield* raw("GET", `${server.url}${probe}`, { "x-request-id": `probe${probe.replace("/", "-")}` })).status).toBe(200)
+        for (const probe of ["/livez", "/readyz", "/healthz", "/healthz?verbose=1"]) {
+          expect((yield* raw("GET", `${server.url}${probe}`, { "x-request-id": `probe-${probe.slice(1)}` })).status).toBe(200)
         }
         expect([admissions.length, completions.length, server.lines.length]).toEqual(counts)
       }))
