@@ -45,6 +45,14 @@ const healthz = (request: HttpServerRequest.HttpServerRequest, options: ProbeOpt
     return json(ok ? 200 : 503, body)
   })
 
+/** Whether `url` is `path`, with or without a query; nothing is sliced (every request asks). */
+const isPath = (url: string, path: string): boolean =>
+  url.startsWith(path) && (url.length === path.length || url.charCodeAt(path.length) === 63 /* ? */)
+
+/** Whether a request is for a probe (the front door neither admits nor logs it). */
+export const isProbe = (method: string | undefined, url: string): boolean =>
+  (method === "GET" || method === "HEAD") && (isPath(url, "/livez") || isPath(url, "/readyz") || isPath(url, "/healthz"))
+
 /** The probe's response when the request is for a probe. */
 export const answer = (
   request: HttpServerRequest.HttpServerRequest,

@@ -5,13 +5,17 @@
  * once, every request still arriving answered 503 with `Connection: close`, the requests in flight
  * given `drainTimeout` to finish, then every connection closed.
  */
-import { HttpApp, HttpIncomingMessage, HttpMiddleware, HttpServer, HttpServerRequest } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
-import { Cause, Context, Duration, Effect, Layer, Option, Ref, Schema } from "effect"
+import { HttpApp, HttpIncomingMessage, HttpMiddleware, HttpServer, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { NodeHttpServer, NodeHttpServerRequest } from "@effect/platform-node"
+import { Cause, Context, Duration, Effect, Exit, Layer, Option, Ref, Schema } from "effect"
 import { constTrue } from "effect/Function"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import type { Duplex } from "node:stream"
+import { LogSink } from "../logging/Log.ts"
 import { answerClientError, maxHeaderBytes } from "./ClientError.ts"
+import * as FrontDoor from "./FrontDoor.ts"
 import { outcomeResponse } from "./OperationOutcome.ts"
+import { isResolved, Principal } from "./Principal.ts"
 import * as Probes from "./Probes.ts"
 import { Readiness } from "./Readiness.ts"
 import * as RequestLog from "./RequestLog.ts"
@@ -66,21 +70,41 @@ const gated = (options: EdgeOptions) =>
     )
   }).pipe(HttpIncomingMessage.withMaxBodySize(Option.some(options.maxBodyBytes)))
 
-/** The whole edge: probes first (never logged), then request id, client address and log around the gated app. */
-export const edge = (options: EdgeOptions) =>
+/**
+ * The whole edge: probes first (never logged), then the gated app with the front door's admission as the
+ * `Admission`, `Principal` and `RequestInfo` services. The answer's status and bytes go back to the
+ * admission for the request log line, written once by the front door's completion hook.
+ */
+export const edge = (options: EdgeOptions, door: FrontDoor.FrontDoor) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const probe = yield* Probes.answer(request, options)
     if (Option.isSome(probe)) return probe.value
-    return yield* RequestLog.around(gated(options), options)
+    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
+    // Every request the listener saw was admitted there; one it did not see is admitted now.
+    const admission = FrontDoor.admissionOf(incoming) ?? door.enter(incoming, NodeHttpServerRequest.toServerResponse(request))
+    if (admission === undefined) return HttpServerResponse.empty()
+    door.enterEdge(admission)
+    const response = yield* gated(options).pipe(
+      Effect.provideService(FrontDoor.Admission, admission),
+      Effect.provideService(Principal, admission.principal),
+      Effect.provideService(RequestLog.RequestInfo, admission),
+      Effect.onExit((exit) =>
+        Effect.sync(() =>
+          door.leaveEdge(admission, Exit.isSuccess(exit) ? { status: exit.value.status, bytes: RequestLog.bytesOf(exit.value) } : undefined)
+        )
+      )
+    )
+    return HttpServerResponse.setHeader(response, "x-request-id", admission.requestId)
   })
 
 /**
- * A handler that answers a request itself, outside any fiber, and returns true, or declines it (false)
- * for the edge above. Only the hottest interactions have one (`src/rest/fastRead.ts`), and each must
- * answer exactly as the edge would: same status, headers, body and request log line.
+ * A handler that answers an admitted request itself, outside any fiber, and returns true, or declines it
+ * (false) for the edge above. Only the hottest interactions have one (`src/rest/fastRead.ts`), and each must
+ * answer exactly as the edge would: same status, headers and body. It sets the admission's `status` and
+ * `bytesOut`, from which the front door writes the request log line.
  */
-export type FastHandler = (request: IncomingMessage, response: ServerResponse) => boolean
+export type FastHandler = (request: IncomingMessage, response: ServerResponse, admission: FrontDoor.Admission) => boolean
 
 /** The fast handler in use: set while serving, read by the Node request listener (which is not a fiber). */
 export interface FastSlot {
@@ -100,35 +124,52 @@ interface Traffic {
   drained: (() => void) | undefined
 }
 
+/** Forgets a response that is done (finished or abandoned); the last one of a drain ends the wait. */
+const settled = (traffic: Traffic) => (response: ServerResponse) => {
+  traffic.inFlight.delete(response)
+  if (traffic.draining && traffic.inFlight.size === 0) traffic.drained?.()
+}
+
 /**
  * Idle keep-alive connections stay open for 65 s (Node's default is 5 s): a client or balancer that
  * reuses a connection the server has just closed sees a reset, and most keep theirs for up to 60 s.
- * A request goes to the slot's fast handler first, and to the edge's listener when it declines; while
- * draining, always to the edge (which answers 503), with `Connection: close`.
+ * Every request but a probe goes through the front door first, which admits it (or answers its refusal)
+ * and hooks its completion; an admitted request goes to the slot's fast handler, and to the edge's
+ * listener when it declines. While draining, always to the edge (which answers 503), with `Connection: close`.
  */
-const makeNodeServer = (slot: FastSlot, traffic: Traffic) => () => {
+const makeNodeServer = (slot: FastSlot, traffic: Traffic, front: FrontDoor.FrontDoor) => () => {
   const server = createServer({ maxHeaderSize: maxHeaderBytes })
   server.on("clientError", answerClientError)
   server.keepAliveTimeout = 65_000
   server.headersTimeout = 66_000
   traffic.server = server
   const emit = server.emit
-  const finished = function(this: ServerResponse) {
-    traffic.inFlight.delete(this)
-    if (traffic.draining && traffic.inFlight.size === 0) traffic.drained?.()
+  const done = settled(traffic)
+  const probeDone = function(this: ServerResponse) {
+    done(this)
   }
-  const fastFirst = (event: string | symbol, ...args: Array<unknown>): boolean => {
+  const frontFirst = (event: string | symbol, ...args: Array<unknown>): boolean => {
     if (event === "request") {
+      const request = args[0] as IncomingMessage
       const response = args[1] as ServerResponse
       traffic.inFlight.add(response)
-      response.on("close", finished)
       if (traffic.draining) response.setHeader("connection", "close")
-      const fast = traffic.draining ? undefined : slot.current
-      if (fast !== undefined && fast(args[0] as IncomingMessage, response)) return true
+      if (Probes.isProbe(request.method, request.url ?? "")) {
+        response.on("close", probeDone)
+      } else {
+        const admission = front.enter(request, response)
+        if (admission === undefined) return true
+        // A caller whose token is not resolved yet is the edge's to resolve.
+        const fast = traffic.draining || !isResolved(admission.principal) ? undefined : slot.current
+        if (fast !== undefined && fast(request, response, admission)) return true
+      }
+    } else if (event === "upgrade") {
+      const request = args[0] as IncomingMessage
+      if (!Probes.isProbe(request.method, request.url ?? "") && front.enterUpgrade(request, args[1] as Duplex) === undefined) return true
     }
     return Reflect.apply(emit, server, [event, ...args])
   }
-  server.emit = fastFirst as typeof server.emit
+  server.emit = frontFirst as typeof server.emit
   return server
 }
 
@@ -178,13 +219,28 @@ export const listen = (listenOptions: ListenOptions, options: EdgeOptions, drain
   Effect.gen(function*() {
     const fast: FastSlot = { current: undefined }
     const traffic: Traffic = { server: undefined, draining: false, inFlight: new Set(), drained: undefined }
-    const context = yield* Layer.build(NodeHttpServer.layer(makeNodeServer(fast, traffic), listenOptions)).pipe(
+    const sink = yield* LogSink
+    const clock = yield* Effect.clock
+    const policies = yield* Effect.serviceOption(FrontDoor.AdmissionPolicies)
+    const listeners = yield* Effect.serviceOption(FrontDoor.CompletionListeners)
+    const resolve = yield* Effect.serviceOption(FrontDoor.PrincipalResolution)
+    const door = FrontDoor.make({
+      trusted: options.trusted,
+      requestLog: options.requestLog,
+      sink,
+      clock,
+      policies: Option.getOrElse(policies, () => []),
+      listeners: Option.getOrElse(listeners, () => []),
+      ...(Option.isSome(resolve) ? { resolve: resolve.value } : {}),
+      settled: settled(traffic)
+    })
+    const context = yield* Layer.build(NodeHttpServer.layer(makeNodeServer(fast, traffic, door), listenOptions)).pipe(
       Effect.mapError((error) => listenFailure(listenOptions.host, listenOptions.port, error.cause))
     )
     const server = Context.get(context, HttpServer.HttpServer)
     // No tracer exports spans, so none are made: the HTTP middleware's span per request (URL parsing, a copy
     // of the headers, attributes) and @effect/sql's span per statement were a large share of a read's CPU.
-    yield* HttpServer.serveEffect(edge(options)).pipe(
+    yield* HttpServer.serveEffect(edge(options, door)).pipe(
       Effect.provide(context),
       Effect.locally(HttpMiddleware.currentTracerDisabledWhen, constTrue),
       Effect.withTracerEnabled(false)

@@ -3,8 +3,8 @@
  * request itself: one prepared statement on a read-only SQLite connection of its own, and the stored
  * text written as it is. Through the Effect HTTP stack the same read costs several times more.
  *
- * It answers only what it can answer exactly as the general path would, with the same status, headers,
- * body and request log line; anything else is declined and takes the general path: another method, a
+ * It answers only what it can answer exactly as the general path would, with the same status, headers
+ * and body (the front door writes the request log line for both); anything else is declined and takes the general path: another method, a
  * query string, conditional headers, a request body, an `Accept` that is not JSON, a type the catalog
  * does not know, a resource that is missing or deleted, or a database error. Searches of one type
  * (`GET /fhir/{type}?...`) are answered on the same connection by src/rest/fastSearch.ts.
@@ -15,10 +15,8 @@ import { type Clock, Effect, Option, Scope, Stream } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { CatalogService } from "../catalog/CatalogService.ts"
-import { clientAddress, type TrustedProxies } from "../http/ClientAddress.ts"
+import type { Admission } from "../http/FrontDoor.ts"
 import type { FastHandler, FastSlot } from "../http/Server.ts"
-import { pathOf, pickRequestId } from "../http/RequestLog.ts"
-import { LogSink } from "../logging/Log.ts"
 import { contentTypeOf, negotiate } from "./Format.ts"
 import { fastCacheKib } from "../db/sqliteOpen.ts"
 import { Backfill } from "../search/Backfill.ts"
@@ -36,10 +34,6 @@ interface Row {
   readonly content: string | null
 }
 
-/** A header as one text, as the general path sees it. */
-const single = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
-  typeof value === "string" || value === undefined ? value : value.join(", ")
-
 /** Whether `Accept` asks for plain JSON (absent, `*\/*`, `application/fhir+json`...), as negotiation would read it. */
 const acceptsJson = (accept: string | undefined): boolean => {
   if (accept === undefined) return true
@@ -55,12 +49,9 @@ export interface FastCounts {
 
 export interface FastReadOptions {
   readonly sqlitePath: string
-  readonly trusted: TrustedProxies
-  readonly requestLog: boolean
   readonly publicUrl: string | undefined
   /** `server.max_page_bytes`, for the fast search. */
   readonly maxPageBytes: number
-  readonly sink: LogSink["Type"]
   readonly clock: Clock.Clock
   /** The catalog being served now. */
   readonly catalog: () => Catalog
@@ -87,41 +78,26 @@ export const openFastRead = (options: FastReadOptions): FastRead => {
      FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
      WHERE r.type = ? AND r.id = ?`
   )
-  const { clock, sink, trusted } = options
+  const { clock } = options
   const search = makeFastSearch({ ...options, db, nowMillis: () => clock.unsafeCurrentTimeMillis() })
 
-  /** Writes the request log line (as RequestLog.around does) and a 200 with `headers` and `content`. */
-  const answer = (request: IncomingMessage, response: ServerResponse, started: bigint, content: string, headers: (bytes: number, requestId: string) => Record<string, string | number>) => {
+  /** A 200 with `headers` and `content`; its status and bytes go to the admission, for the front door's log line. */
+  const answer = (response: ServerResponse, admission: Admission, content: string, headers: (bytes: number, requestId: string) => Record<string, string | number>) => {
     const bytes = Buffer.byteLength(content)
-    const requestId = pickRequestId(single(request.headers["x-request-id"]))
-    if (options.requestLog) {
-      const ended = clock.unsafeCurrentTimeNanos()
-      sink.write(JSON.stringify({
-        time: new Date(clock.unsafeCurrentTimeMillis()).toISOString(),
-        level: "info",
-        message: "request",
-        request_id: requestId,
-        method: "GET",
-        path: pathOf(request.url ?? ""),
-        status: 200,
-        duration_ms: Number(ended - started) / 1e6,
-        client: clientAddress(request.socket.remoteAddress, single(request.headers["x-forwarded-for"]), trusted),
-        bytes
-      }))
-    }
-    response.writeHead(200, headers(bytes, requestId))
+    admission.status = 200
+    admission.bytesOut = bytes
+    response.writeHead(200, headers(bytes, admission.requestId))
     response.end(content)
     return true
   }
 
-  const read = (request: IncomingMessage, response: ServerResponse, match: RegExpExecArray): boolean => {
+  const read = (request: IncomingMessage, response: ServerResponse, admission: Admission, match: RegExpExecArray): boolean => {
     const headers = request.headers
     if (headers["if-none-match"] !== undefined || headers["if-modified-since"] !== undefined) return false
     if (headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")) return false
     if (!acceptsJson(headers["accept"])) return false
     const type = match[1]!
     if (!options.catalog().isResourceType(type)) return false
-    const started = clock.unsafeCurrentTimeNanos()
     let row: Row | undefined
     try {
       row = statement.get(type, match[2]!)
@@ -131,7 +107,7 @@ export const openFastRead = (options: FastReadOptions): FastRead => {
     if (row === undefined || row.content === null) return false
     const { version, commit_ts } = row
     options.counts.reads++
-    return answer(request, response, started, row.content, (bytes, requestId) => ({
+    return answer(response, admission, row.content, (bytes, requestId) => ({
       etag: etag(version),
       "last-modified": httpDate(Number(commit_ts)),
       "content-type": jsonType,
@@ -140,15 +116,14 @@ export const openFastRead = (options: FastReadOptions): FastRead => {
     }))
   }
 
-  const handler = (request: IncomingMessage, response: ServerResponse): boolean => {
+  const handler = (request: IncomingMessage, response: ServerResponse, admission: Admission): boolean => {
     if (request.method !== "GET") return false
     const match = readPath.exec(request.url ?? "")
-    if (match !== null) return read(request, response, match)
-    const started = clock.unsafeCurrentTimeNanos()
+    if (match !== null) return read(request, response, admission, match)
     const found = search(request)
     if (found === undefined) return false
     options.counts.searches++
-    return answer(request, response, started, found, searchHeaders)
+    return answer(response, admission, found, searchHeaders)
   }
 
   return { handler, close: () => db.close() }
@@ -162,12 +137,11 @@ export const openFastRead = (options: FastReadOptions): FastRead => {
  */
 export const installFastRead = (
   slot: FastSlot,
-  options: Omit<FastReadOptions, "catalog" | "sink" | "clock" | "indexing">,
+  options: Omit<FastReadOptions, "catalog" | "clock" | "indexing">,
   scope: Scope.Scope
 ) =>
   Effect.gen(function*() {
     const catalogs = yield* CatalogService
-    const sink = yield* LogSink
     const clock = yield* Effect.clock
     const served = { catalog: yield* catalogs.get, indexing: false }
     yield* catalogs.changes.pipe(
@@ -182,7 +156,7 @@ export const installFastRead = (
       )
     }
     const opened = yield* Effect.try(() =>
-      openFastRead({ ...options, sink, clock, catalog: () => served.catalog, indexing: () => served.indexing })
+      openFastRead({ ...options, clock, catalog: () => served.catalog, indexing: () => served.indexing })
     ).pipe(
       Effect.tap((fast) => Scope.addFinalizer(scope, Effect.sync(fast.close))),
       Effect.tapError((error) => Effect.logWarning("reads take the general path: the fast read's connection did not open", { error: String(error.error) })),

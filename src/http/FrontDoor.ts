@@ -1,0 +1,280 @@
+/**
+ * The front door (ARCHITECTURE.md, "A request's way"): one synchronous step in Node's request listener,
+ * ahead of the fast handlers and the Effect edge, for every request but the probes. It classifies the
+ * request once (Route.ts), takes its request id and client address, resolves the caller (Principal.ts) and
+ * asks `admit`; a refusal is answered here. It registers one completion hook on the response, which writes
+ * the request log line (spec: Events, Request log) and hands one completion record to the listeners
+ * (metering, request-log rows, audit). A request is admitted once and completed once, whichever path
+ * answers it: the admission travels on the Node request, and the Effect edge reads it from there.
+ */
+import { type Clock, Context } from "effect"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import { STATUS_CODES } from "node:http"
+import type { Duplex } from "node:stream"
+import type { LogSink } from "../logging/Log.ts"
+import { clientAddress, type TrustedProxies } from "./ClientAddress.ts"
+import { type IssueCode, operationOutcome } from "./OperationOutcome.ts"
+import { anonymousResolver, type Principal, type PrincipalResolver } from "./Principal.ts"
+import { pathOf, pickRequestId } from "./RequestLog.ts"
+import { classify, type Route } from "./Route.ts"
+
+/** Why a request is not served: answered by the front door with an OperationOutcome. */
+export interface Refusal {
+  readonly _tag: "Refused"
+  readonly status: number
+  readonly code: IssueCode
+  readonly diagnostics: string
+  /** Headers of the answer besides the content headers, such as `Retry-After`. */
+  readonly headers?: Readonly<Record<string, string>>
+}
+
+export const admitted = { _tag: "Admitted" } as const
+
+export type Verdict = typeof admitted | Refusal
+
+/** One rule of admission (scopes, rate limit, quota): in memory, without waiting; undefined lets the request pass. */
+export type AdmissionPolicy = (route: Route, principal: Principal, request: IncomingMessage) => Refusal | undefined
+
+/** The policies in order: the first refusal stands; with none, every request is admitted. */
+export const admit = (policies: ReadonlyArray<AdmissionPolicy>) => (route: Route, principal: Principal, request: IncomingMessage): Verdict => {
+  for (const policy of policies) {
+    const refusal = policy(route, principal, request)
+    if (refusal !== undefined) return refusal
+  }
+  return admitted
+}
+
+/** An admitted request, as the answering path sees it. */
+export interface Admission {
+  readonly route: Route
+  readonly principal: Principal
+  readonly requestId: string
+  readonly client: string
+  readonly method: string
+  readonly url: string
+  readonly startedNanos: bigint
+  /** The request's `Content-Length`, when it gave one. */
+  readonly bytesIn: number | undefined
+  /** The answer's status, set by whoever answers (fast handler, edge, refusal). */
+  status: number | undefined
+  /** The answer's body bytes (null when streamed without a known length), set with `status`. */
+  bytesOut: number | null | undefined
+  /** The Effect edge is answering: completion waits for it even when the client has gone. */
+  inEdge: boolean
+  closed: boolean
+  completed: boolean
+}
+
+/** The admission of the request being answered, as the Effect side reads it. */
+export const Admission = Context.GenericTag<Admission>("svc/http/Admission")
+
+/** What the completion hook hands on for each request, once. */
+export interface Completion {
+  readonly principal: Principal
+  readonly route: Route
+  readonly requestId: string
+  readonly client: string
+  readonly method: string
+  readonly path: string
+  readonly status: number
+  /** The request's `Content-Length`, when it gave one. */
+  readonly bytesIn: number | undefined
+  readonly bytesOut: number | null
+  readonly durationMs: number
+  /** The connection closed before the answer was sent in full. */
+  readonly aborted: boolean
+}
+
+export type CompletionListener = (completion: Completion) => void
+
+/** The admission policies in force; none by default. */
+export class AdmissionPolicies extends Context.Tag("svc/http/AdmissionPolicies")<AdmissionPolicies, ReadonlyArray<AdmissionPolicy>>() {}
+
+/** Who is told of each completed request; none by default. */
+export class CompletionListeners extends Context.Tag("svc/http/CompletionListeners")<CompletionListeners, ReadonlyArray<CompletionListener>>() {}
+
+/** How callers are resolved; every caller anonymous by default. */
+export class PrincipalResolution extends Context.Tag("svc/http/PrincipalResolution")<PrincipalResolution, PrincipalResolver>() {}
+
+export interface FrontDoorOptions {
+  readonly trusted: TrustedProxies
+  /** `request_log.enabled`: write the line (the request id is returned either way). */
+  readonly requestLog: boolean
+  readonly sink: LogSink["Type"]
+  readonly clock: Clock.Clock
+  readonly policies: ReadonlyArray<AdmissionPolicy>
+  readonly listeners: ReadonlyArray<CompletionListener>
+  readonly resolve?: PrincipalResolver
+  /** Called when a response is done (finished or abandoned), after its completion. */
+  readonly settled?: (response: ServerResponse) => void
+}
+
+export interface FrontDoor {
+  /**
+   * Admits a request and hooks its completion; undefined when it was refused (and answered). Called once
+   * per request, from the listener; the edge finds the admission with `admissionOf`.
+   */
+  readonly enter: (request: IncomingMessage, response: ServerResponse) => Admission | undefined
+  /** The same for a request asking to upgrade its connection (a WebSocket): completed when the socket closes. */
+  readonly enterUpgrade: (request: IncomingMessage, socket: Duplex) => Admission | undefined
+  /** The Effect edge starts answering an admitted request. */
+  readonly enterEdge: (admission: Admission) => void
+  /** The Effect edge has answered with `status` and `bytes` (undefined: it failed to answer). */
+  readonly leaveEdge: (admission: Admission, answer: { readonly status: number; readonly bytes: number | null } | undefined) => void
+}
+
+const admissionKey = Symbol.for("svc/http/Admission")
+
+interface Admitted {
+  [admissionKey]?: Admission
+}
+
+/** The admission the front door attached to a Node request. */
+export const admissionOf = (request: IncomingMessage): Admission | undefined => (request as IncomingMessage & Admitted)[admissionKey]
+
+const single = (value: string | ReadonlyArray<string> | undefined): string | undefined =>
+  typeof value === "string" || value === undefined ? value : value.join(", ")
+
+const outcomeType = "application/fhir+json; charset=utf-8"
+
+export const make = (options: FrontDoorOptions): FrontDoor => {
+  const { clock, listeners, sink, trusted } = options
+  const resolve = options.resolve ?? anonymousResolver
+  const judge = admit(options.policies)
+  const settled = options.settled
+
+  const complete = (admission: Admission, aborted: boolean, fallbackStatus: number) => {
+    if (admission.completed) return
+    admission.completed = true
+    const status = admission.status ?? (aborted ? 499 : fallbackStatus)
+    // Nothing was sent when the client left before any answer.
+    const bytesOut = admission.bytesOut === undefined ? (aborted ? 0 : null) : admission.bytesOut
+    const durationMs = Number(clock.unsafeCurrentTimeNanos() - admission.startedNanos) / 1e6
+    const path = pathOf(admission.url)
+    if (options.requestLog) {
+      sink.write(JSON.stringify({
+        time: new Date(clock.unsafeCurrentTimeMillis()).toISOString(),
+        level: "info",
+        message: "request",
+        request_id: admission.requestId,
+        method: admission.method,
+        path,
+        status,
+        duration_ms: durationMs,
+        client: admission.client,
+        bytes: bytesOut
+      }))
+    }
+    if (listeners.length === 0) return
+    const completion: Completion = {
+      principal: admission.principal,
+      route: admission.route,
+      requestId: admission.requestId,
+      client: admission.client,
+      method: admission.method,
+      path,
+      status,
+      bytesIn: admission.bytesIn,
+      bytesOut,
+      durationMs,
+      aborted
+    }
+    for (const listener of listeners) listener(completion)
+  }
+
+  // One listener for every response, so that hooking a request allocates nothing.
+  const closed = function(this: ServerResponse) {
+    const admission = admissionOf(this.req)
+    if (admission !== undefined) {
+      admission.closed = true
+      if (!admission.inEdge) complete(admission, !this.writableFinished, this.statusCode)
+    }
+    settled?.(this)
+  }
+
+  /** Takes the request's route, id, client and caller, and attaches them to it, whatever `admit` says next. */
+  const admission = (request: IncomingMessage): Admission => {
+    const startedNanos = clock.unsafeCurrentTimeNanos()
+    const headers = request.headers
+    const method = request.method ?? "GET"
+    const url = request.url ?? "/"
+    const route = classify(method, url)
+    const client = clientAddress(request.socket.remoteAddress, single(headers["x-forwarded-for"]), trusted)
+    const principal = resolve(headers, client)
+    const length = headers["content-length"]
+    const admission: Admission = {
+      route,
+      principal,
+      requestId: pickRequestId(single(headers["x-request-id"])),
+      client,
+      method,
+      url,
+      startedNanos,
+      bytesIn: length === undefined ? undefined : Number(length),
+      status: undefined,
+      bytesOut: undefined,
+      inEdge: false,
+      closed: false,
+      completed: false
+    }
+    ;(request as IncomingMessage & Admitted)[admissionKey] = admission
+    return admission
+  }
+
+  const refusalBody = (admission: Admission, refusal: Refusal): string => {
+    const body = JSON.stringify(operationOutcome([{ severity: "error", code: refusal.code, diagnostics: refusal.diagnostics }]))
+    admission.status = refusal.status
+    admission.bytesOut = Buffer.byteLength(body)
+    return body
+  }
+
+  const enter = (request: IncomingMessage, response: ServerResponse): Admission | undefined => {
+    const entered = admission(request)
+    response.on("close", closed)
+    const verdict = judge(entered.route, entered.principal, request)
+    if (verdict._tag === "Admitted") return entered
+    const body = refusalBody(entered, verdict)
+    // In the order the edge sends an OperationOutcome's headers.
+    response.writeHead(verdict.status, {
+      ...verdict.headers,
+      "content-type": outcomeType,
+      "content-length": entered.bytesOut ?? 0,
+      "x-request-id": entered.requestId
+    })
+    response.end(body)
+    return undefined
+  }
+
+  const enterUpgrade = (request: IncomingMessage, socket: Duplex): Admission | undefined => {
+    const entered = admission(request)
+    socket.once("close", () => {
+      entered.closed = true
+      if (!entered.inEdge) complete(entered, entered.status === undefined, 499)
+    })
+    const verdict = judge(entered.route, entered.principal, request)
+    if (verdict._tag === "Admitted") return entered
+    const body = refusalBody(entered, verdict)
+    const extra = Object.entries(verdict.headers ?? {}).map(([name, value]) => `${name}: ${value}\r\n`).join("")
+    socket.end(
+      `HTTP/1.1 ${verdict.status} ${STATUS_CODES[verdict.status] ?? ""}\r\n${extra}content-type: ${outcomeType}\r\n` +
+        `content-length: ${entered.bytesOut}\r\nx-request-id: ${entered.requestId}\r\nconnection: close\r\n\r\n${body}`
+    )
+    return undefined
+  }
+
+  const enterEdge = (admission: Admission) => {
+    admission.inEdge = true
+  }
+
+  const leaveEdge = (admission: Admission, answer: { readonly status: number; readonly bytes: number | null } | undefined) => {
+    admission.inEdge = false
+    if (answer !== undefined && admission.status === undefined) {
+      admission.status = answer.status
+      admission.bytesOut = answer.bytes
+    }
+    // The client left while the edge answered (a write runs to its end): the request completes now.
+    if (admission.closed) complete(admission, true, 499)
+  }
+
+  return { enter, enterUpgrade, enterEdge, leaveEdge }
+}
