@@ -38,6 +38,15 @@ export const Principal = Context.GenericTag<Principal>("svc/http/Principal")
 
 export const anonymous = (address: string): Principal => ({ _tag: "Anonymous", address })
 
+/**
+ * The caller's key, one for limits, quotas, metering, audit and the change feed's `actor`: `client:<id>`
+ * (with `/user:<user>` when the token names one) for a caller known by a token, `address:<address>` otherwise.
+ */
+export const callerKey = (principal: Principal): string =>
+  principal._tag === "Authorized"
+    ? `client:${principal.clientId}${principal.user === undefined ? "" : `/user:${principal.user}`}`
+    : `address:${principal.address}`
+
 /** Whether the caller is known without waiting: only then may a fast handler answer. */
 export const isResolved = (principal: Principal): boolean => principal._tag !== "Unresolved"
 

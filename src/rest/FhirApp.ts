@@ -7,6 +7,7 @@ import { Clock, Effect, Option, Ref } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { CatalogService } from "../catalog/CatalogService.ts"
 import { databaseLimit } from "../db/errors.ts"
+import { callerKey, Principal } from "../http/Principal.ts"
 import { RequestInfo } from "../http/RequestLog.ts"
 import { systemOrigin } from "../store/ChangeFeed.ts"
 import { instantOf } from "../store/ResourceStore.ts"
@@ -206,10 +207,11 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
       const isSearch = isSearchPath(catalog, segments, http.method)
       // What this request commits is published as made for its caller (src/store/ChangeFeed.ts).
       const info = yield* Effect.serviceOption(RequestInfo)
-      const origin = Option.match(info, {
-        onNone: () => systemOrigin,
-        onSome: ({ client, requestId }) => ({ actor: `address:${client}`, requestId })
-      })
+      const principal = yield* Effect.serviceOption(Principal)
+      const origin = Option.isNone(info) ? systemOrigin : {
+        actor: Option.match(principal, { onNone: () => `address:${info.value.client}`, onSome: callerKey }),
+        requestId: info.value.requestId
+      }
       return yield* route(request, segments, capabilities).pipe(
         withOrigin(origin),
         Effect.catchTag("FhirError", (error) => Effect.succeed(errorResponse(error, negotiated, catalog))),
