@@ -44,7 +44,13 @@ export const operationPath = (segments: ReadonlyArray<string>): { readonly name:
 }
 
 /** The answer to a call of an operation at `segments` (an operation path, see operationPath). */
-export const invoke = (request: FhirRequest, catalog: Catalog, method: string, path: string, at: NonNullable<ReturnType<typeof operationPath>>) => {
+export const invoke = (
+  request: FhirRequest,
+  catalog: Catalog,
+  method: string,
+  path: string,
+  at: { readonly name: string; readonly level: OperationLevel; readonly type?: string | undefined; readonly id?: string | undefined }
+) => {
   if (at.type !== undefined && !catalog.isResourceType(at.type)) return Effect.fail(fail("not-found", `${at.type} is not a resource type this server knows`))
   const call: OperationCall = { request, type: at.type, id: at.id }
   for (const module of operations) {

@@ -7,7 +7,9 @@ import { Clock, Effect, Option, Ref } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { CatalogService } from "../catalog/CatalogService.ts"
 import { databaseLimit } from "../db/errors.ts"
+import { Admission } from "../http/FrontDoor.ts"
 import { callerKey, Principal } from "../http/Principal.ts"
+import { fhirRoute, type Route } from "../http/Route.ts"
 import { RequestInfo } from "../http/RequestLog.ts"
 import { systemOrigin } from "../store/ChangeFeed.ts"
 import { instantOf } from "../store/ResourceStore.ts"
@@ -26,7 +28,7 @@ import { search } from "./search.ts"
 import { processBundle } from "./bundle/Bundles.ts"
 import { basePath, baseUrl, RestSettings } from "./Rest.ts"
 import { bodyText as renderBody, errorResponse } from "./respond.ts"
-import { invoke, operationPath } from "../operations/registry.ts"
+import { invoke } from "../operations/registry.ts"
 import { forbiddenCharIn, forbiddenCharRule, paramsProblem, urlTextProblem } from "../validation/fhirText.ts"
 import { create, remove, removeWhere, update, updateWhere } from "./write.ts"
 
@@ -48,88 +50,77 @@ const postedParams = (request: FhirRequest) =>
 const searchPosted = (request: FhirRequest, scope: string | SearchScope) =>
   Effect.flatMap(postedParams(request), (params) => search(request, scope, params))
 
-const route = (request: FhirRequest, segments: ReadonlyArray<string>, capabilities: (request: FhirRequest) => Effect.Effect<string>) => {
-  const method = request.http.method === "HEAD" ? "GET" : request.http.method
-  const path = `${basePath}/${segments.join("/")}`
-  const [first, second, third, fourth, ...rest] = segments
-  if (rest.length > 0) return Effect.fail(fail("not-found", `no route for ${path}`))
-  if (first === undefined) {
-    // A GET on the base is a search across types (search.html#searchall), `_type` naming them.
-    if (method !== "POST") return method === "GET" ? search(request, systemScope, request.params) : methodNotAllowed(method, path)
-    return Effect.flatMap(readResource(request.http, request.maxBodyBytes, request.catalog), (body) =>
-      processBundle(request, body, request.maxBundleEntries))
+/**
+ * The refusal of a path or method no route takes (`unknown`): 404 for a path no route has, or naming a type the
+ * server does not know, 405 for a method the path does not take.
+ */
+const refusal = (catalog: Catalog, method: string, segments: ReadonlyArray<string>, path: string) => {
+  const [first, , third, fourth] = segments
+  if (segments.length > 4 || segments.some((segment) => segment.startsWith("$"))) return Effect.fail(fail("not-found", `no route for ${path}`))
+  const special = segments.length === 1 && (first === "_search" || first === "metadata" || first === "_history")
+  if (first !== undefined && !special && !catalog.isResourceType(first)) {
+    return Effect.fail(fail("not-found", `${first} is not a resource type this server knows`))
   }
-  if (first === "_search" && second === undefined) return method === "POST" ? searchPosted(request, systemScope) : methodNotAllowed(method, path)
-  if (first === "metadata" && second === undefined) {
-    return method === "GET"
-      ? Effect.map(capabilities(request), (text) => HttpServerResponse.text(text, { contentType: contentTypeOf(request.negotiated.format) }))
-      : methodNotAllowed(method, path)
-  }
-  if (first === "_history" && second === undefined) return method === "GET" ? history(request, {}) : methodNotAllowed(method, path)
-  const operation = operationPath(segments)
-  if (operation !== undefined) return invoke(request, request.catalog, method, path, operation)
-  if (segments.some((segment) => segment.startsWith("$"))) return Effect.fail(fail("not-found", `no route for ${path}`))
-  if (!request.catalog.isResourceType(first)) return Effect.fail(fail("not-found", `${first} is not a resource type this server knows`))
-  const type = first
-  if (second === undefined) {
-    // PUT, PATCH and DELETE on the type are the conditional interactions: the query names the resource.
-    switch (method) {
-      case "GET":
-        return search(request, type, request.params)
-      case "POST":
-        return Effect.flatMap(readResource(request.http, request.maxBodyBytes, request.catalog), (body) => create(request, type, body))
-      case "PUT":
-        return Effect.flatMap(readResource(request.http, request.maxBodyBytes, request.catalog), (body) => updateWhere(request, type, body))
-      case "PATCH":
-        return patchWhere(request, type)
-      case "DELETE":
-        return removeWhere(request, type)
-      default:
-        return methodNotAllowed(method, path)
-    }
-  }
-  if (second === "_history" && third === undefined) return method === "GET" ? history(request, { type }) : methodNotAllowed(method, path)
-  if (second === "_search" && third === undefined) return method === "POST" ? searchPosted(request, type) : methodNotAllowed(method, path)
-  const id = second
-  if (third === undefined) {
-    switch (method) {
-      case "GET":
-        return read(request, type, id)
-      case "PUT":
-        return Effect.flatMap(readResource(request.http, request.maxBodyBytes, request.catalog), (body) => update(request, type, id, body))
-      case "PATCH":
-        return patch(request, type, id)
-      case "DELETE":
-        return remove(request, type, id)
-      default:
-        return methodNotAllowed(method, path)
-    }
-  }
-  if (third === "_history") {
-    if (method !== "GET") return methodNotAllowed(method, path)
-    return fourth === undefined ? history(request, { type, id }) : vread(request, type, id, fourth)
-  }
-  // `[base]/{Compartment}/{id}/{type or *}` (search.html#compartments), and its POST `_search`.
-  if (fourth === undefined) return method === "GET" ? compartmentSearch(request, type, id, third, request.params) : methodNotAllowed(method, path)
-  if (fourth === "_search") {
-    return method === "POST"
-      ? Effect.flatMap(postedParams(request), (params) => compartmentSearch(request, type, id, third, params))
-      : methodNotAllowed(method, path)
-  }
-  return Effect.fail(fail("not-found", `no route for ${path}`))
+  if (segments.length === 4 && third !== "_history" && fourth !== "_search") return Effect.fail(fail("not-found", `no route for ${path}`))
+  return methodNotAllowed(method, path)
 }
 
-/** Whether the path is a search: on a type, across types, or in a compartment. */
-const isSearchPath = (catalog: Catalog, segments: ReadonlyArray<string>, method: string): boolean => {
-  const [first = "", , third] = segments
-  if (segments.length === 0) return method === "GET"
-  if (segments.length === 1 && first === "_search") return true
-  if (!catalog.isResourceType(first)) return false
-  if (segments.length === 1) return method === "GET"
-  if (segments.length === 2) return segments[1] === "_search"
-  const compartment = third !== undefined && third !== "_history" && !third.startsWith("$") && catalog.compartment(first) !== undefined
-  return compartment && (segments.length === 3 ? method === "GET" : segments[3] === "_search")
+/** The request's answer, dispatched on its route (src/http/Route.ts: the front door's classification). */
+const dispatch = (
+  request: FhirRequest,
+  route: Route,
+  segments: ReadonlyArray<string>,
+  capabilities: (request: FhirRequest) => Effect.Effect<string>
+) => {
+  const method = request.http.method === "HEAD" ? "GET" : request.http.method
+  const path = `${basePath}/${segments.join("/")}`
+  const catalog = request.catalog
+  if (route.interaction === "unknown") return refusal(catalog, method, segments, path)
+  if (route.interaction === "operation") {
+    return invoke(request, catalog, method, path, { name: route.operation!, level: route.level, type: route.type, id: route.id })
+  }
+  if (segments.some((segment) => segment.startsWith("$"))) return Effect.fail(fail("not-found", `no route for ${path}`))
+  const type = route.type
+  if (type !== undefined && !catalog.isResourceType(type)) return Effect.fail(fail("not-found", `${type} is not a resource type this server knows`))
+  const body = () => readResource(request.http, request.maxBodyBytes, request.catalog)
+  const posted = method === "POST"
+  switch (route.interaction) {
+    case "capabilities":
+      return Effect.map(capabilities(request), (text) => HttpServerResponse.text(text, { contentType: contentTypeOf(request.negotiated.format) }))
+    case "batch-or-transaction":
+      return Effect.flatMap(body(), (bundle) => processBundle(request, bundle, request.maxBundleEntries))
+    case "search":
+      if (type === undefined) return posted ? searchPosted(request, systemScope) : search(request, systemScope, request.params)
+      if (route.target !== undefined) {
+        return posted
+          ? Effect.flatMap(postedParams(request), (params) => compartmentSearch(request, type, route.id!, route.target!, params))
+          : compartmentSearch(request, type, route.id!, route.target, request.params)
+      }
+      return posted ? searchPosted(request, type) : search(request, type, request.params)
+    case "history":
+      return history(request, type === undefined ? {} : route.id === undefined ? { type } : { type, id: route.id })
+    case "vread":
+      return vread(request, type!, route.id!, route.version!)
+    case "read":
+      return read(request, type!, route.id!)
+    case "create":
+      return Effect.flatMap(body(), (resource) => create(request, type!, resource))
+    case "update":
+      return Effect.flatMap(body(), (resource) => route.conditional ? updateWhere(request, type!, resource) : update(request, type!, route.id!, resource))
+    case "patch":
+      return route.conditional ? patchWhere(request, type!) : patch(request, type!, route.id!)
+    case "delete":
+      return route.conditional ? removeWhere(request, type!) : remove(request, type!, route.id!)
+    case "root-endpoint":
+      return Effect.fail(fail("not-found", `no route for ${path}`))
+  }
 }
+
+/** Whether the route is a search: on a type, across types, or in a compartment, of types the server knows. */
+const isSearchRoute = (catalog: Catalog, route: Route): boolean =>
+  route.interaction === "search" &&
+  (route.type === undefined || catalog.isResourceType(route.type)) &&
+  (route.target === undefined || catalog.compartment(route.type!) !== undefined)
 
 const decodeSegments = (path: string): ReadonlyArray<string> | FhirError => {
   let segments: ReadonlyArray<string>
@@ -204,7 +195,10 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
         maxBundleEntries: options.maxBundleEntries
       }
       // Every search answer varies with Prefer (handling=lenient), errors included (spec: Search rules 6).
-      const isSearch = isSearchPath(catalog, segments, http.method)
+      // The route the front door classified the request with; the same from the path when no front door ran.
+      const admission = yield* Effect.serviceOption(Admission)
+      const route = Option.isSome(admission) ? admission.value.route : fhirRoute(http.method, segments)
+      const isSearch = isSearchRoute(catalog, route)
       // What this request commits is published as made for its caller (src/store/ChangeFeed.ts).
       const info = yield* Effect.serviceOption(RequestInfo)
       const principal = yield* Effect.serviceOption(Principal)
@@ -212,7 +206,7 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
         actor: Option.match(principal, { onNone: () => `address:${info.value.client}`, onSome: callerKey }),
         requestId: info.value.requestId
       }
-      return yield* route(request, segments, capabilities).pipe(
+      return yield* dispatch(request, route, segments, capabilities).pipe(
         withOrigin(origin),
         Effect.catchTag("FhirError", (error) => Effect.succeed(errorResponse(error, negotiated, catalog))),
         // The writer lease is lost (another process writes now): nothing was committed; the client may retry there.
