@@ -33,9 +33,9 @@ export interface SearchContext extends SearchInput {
 /** A refused search as the REST API answers it: a 400 with the search's issue code. */
 const refused = (error: Search.SearchError): FhirError => fail(error.code, error.diagnostics, 400)
 
-/** The shape `_summary` and `_elements` give the matches (`Search.run` has refused the two together). */
-const shapeOf = (rows: Search.SearchRows): Either.Either<Shape | undefined, FhirError> =>
-  Either.mapLeft(shapeFor(rows.request.result.summary, rows.request.result.elements), (reason) => fail("invalid", reason, 400))
+/** The shape `_summary` and `_elements` give the matches (the search has refused the two together already). */
+const shapeOf = ({ result }: Search.SearchRows["request"]): Either.Either<Shape | undefined, FhirError> =>
+  Either.mapLeft(shapeFor(result.summary, result.elements), (reason) => fail("invalid", reason, 400))
 
 /**
  * The searchset Bundle of `rows` as JSON text: the matches in `shape`, the included resources whole, an
@@ -43,8 +43,8 @@ const shapeOf = (rows: Search.SearchRows): Either.Either<Shape | undefined, Fhir
  */
 export const searchsetText = (rows: Search.SearchRows, base: string, catalog: Catalog, shape: Shape | undefined): string => {
   const { path, params, links } = rows.paging
-  const at = `${base}${path === "" ? "" : `/${path}`}?`
-  const link = links.map(({ relation, at: position }) => ({ relation, url: `${at}${atPage(params, position)}` }))
+  const linkBase = `${base}${path === "" ? "" : `/${path}`}?`
+  const link = links.map(({ relation, at }) => ({ relation, url: `${linkBase}${atPage(params, at)}` }))
   const entries = [
     ...rows.matches.map((row) =>
       `{"fullUrl":${JSON.stringify(`${base}/${row.type}/${row.id}`)},"resource":${shapeText(row.content, row.type, catalog, shape)},"search":{"mode":"match"}}`),
@@ -65,10 +65,10 @@ export interface SearchsetPlan extends SearchPlan {
 /** The plan of the searchset of `type?params` (or of `scope`) at `now`, or why the request is refused. */
 export const planSearchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: string | SearchScope, now: number): Either.Either<SearchsetPlan, FhirError> =>
   Either.flatMap(Either.mapLeft(planSearch(sql, ctx, scope, now), refused), (plan) =>
-    Either.map(
-      Either.mapLeft(shapeFor(plan.request.result.summary, plan.request.result.elements), (reason) => fail("invalid", reason, 400)),
-      (shape) => ({ ...plan, finish: (rows, total, included, keep) => searchsetText(plan.rows(rows, total, included, keep), ctx.base, ctx.catalog, shape) })
-    ))
+    Either.map(shapeOf(plan.request), (shape) => ({
+      ...plan,
+      finish: (rows, total, included, keep) => searchsetText(plan.rows(rows, total, included, keep), ctx.base, ctx.catalog, shape)
+    })))
 
 /**
  * The searchset Bundle of `type?params` as JSON text, read with `sql`: a reader for `GET [base]/{type}`,
@@ -78,7 +78,7 @@ export const planSearchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scop
 export const searchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: string | SearchScope): Effect.Effect<string, FhirError | SqlError> =>
   Effect.gen(function*() {
     const rows = yield* Effect.catchTag(Search.run(sql, ctx, scope), "SearchError", (error) => Effect.fail(refused(error)))
-    return searchsetText(rows, ctx.base, ctx.catalog, yield* shapeOf(rows))
+    return searchsetText(rows, ctx.base, ctx.catalog, yield* shapeOf(rows.request))
   })
 
 /**
