@@ -63,12 +63,18 @@ export interface SearchsetPlan extends SearchPlan {
 }
 
 /** The plan of the searchset of `type?params` (or of `scope`) at `now`, or why the request is refused. */
-export const planSearchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: string | SearchScope, now: number): Either.Either<SearchsetPlan, FhirError> =>
-  Either.flatMap(Either.mapLeft(planSearch(sql, ctx, scope, now), refused), (plan) =>
-    Either.map(shapeOf(plan.request), (shape) => ({
-      ...plan,
-      finish: (rows, total, included, keep) => searchsetText(plan.rows(rows, total, included, keep), ctx.base, ctx.catalog, shape)
-    })))
+export const planSearchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scope: string | SearchScope, now: number): Either.Either<SearchsetPlan, FhirError> => {
+  const planned = planSearch(sql, ctx, scope, now)
+  if (Either.isLeft(planned)) return Either.left(refused(planned.left))
+  const plan = planned.right
+  const shape = shapeOf(plan.request)
+  if (Either.isLeft(shape)) return Either.left(shape.left)
+  const finish: SearchsetPlan["finish"] = (rows, total, included, keep) =>
+    searchsetText(plan.rows(rows, total, included, keep), ctx.base, ctx.catalog, shape.right)
+  // Field by field: spreading the plan cost the fast search some 5 µs a request.
+  const { request, page, chained, total, pageSize, maxPageBytes, include, revinclude, rows } = plan
+  return Either.right({ request, page, chained, total, pageSize, maxPageBytes, include, revinclude, rows, finish })
+}
 
 /**
  * The searchset Bundle of `type?params` as JSON text, read with `sql`: a reader for `GET [base]/{type}`,
