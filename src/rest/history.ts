@@ -10,7 +10,7 @@ import { readDate } from "../search/parse/dates.ts"
 import { fail, type FhirError } from "./FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
 import { bundleText } from "./bundleText.ts"
-import { atPage, cursorOwner, pageLinks } from "./paging.ts"
+import { atPage, cursorOwner, pageLinks } from "../search/paging.ts"
 import { largeBody } from "./largeBody.ts"
 
 /**

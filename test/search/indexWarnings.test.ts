@@ -1,7 +1,7 @@
 /** The warning a search carries while the backfill rebuilds the index of its resource type. */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
-import { indexWarnings } from "../../src/rest/search.ts"
+import { indexWarnings } from "../../src/search/Search.ts"
 import { Backfill, type Progress } from "../../src/search/Backfill.ts"
 
 const withProgress = (progress: Progress) =>

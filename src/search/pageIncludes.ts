@@ -4,13 +4,13 @@
  * holds fewer matches (the most whose resources and included resources fit, found by halving), and its
  * `next` link goes on from the last it holds. The contents of the included resources are read only once
  * they fit. A single match whose included resources alone, all but the largest one, exceed the bound cannot
- * be served within it: that is a 400 (too-costly).
+ * be served within it: that is a SearchError (too-costly).
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
-import { type IncludedKey, type IncludedResource, includedContents, includedKeys } from "../search/plan/include.ts"
-import { fail, type FhirError } from "./FhirError.ts"
+import { type IncludedKey, type IncludedResource, includedContents, includedKeys } from "./plan/include.ts"
+import { SearchError } from "./SearchRows.ts"
 
 /** A match of the page as its statement reads it: row key, type, id and the size of its content. */
 export interface PageMatch {
@@ -39,12 +39,12 @@ export const pageIncludes = (
   sql: SqlClient.SqlClient,
   plan: IncludeRules,
   rows: ReadonlyArray<PageMatch>
-): Effect.Effect<{ readonly included: ReadonlyArray<IncludedResource>; readonly keep: number | undefined }, FhirError | SqlError> =>
+): Effect.Effect<{ readonly included: ReadonlyArray<IncludedResource>; readonly keep: number | undefined }, SearchError | SqlError> =>
   Effect.gen(function*() {
     if (rows.length === 0 || (plan.include.length === 0 && plan.revinclude.length === 0)) return { included: [], keep: undefined }
     const keysFor = (n: number) =>
       includedKeys(sql, keysOf(rows.slice(0, n)), plan.include, plan.revinclude)
-        .pipe(Effect.catchTag("TooManyIncluded", (error) => fail("too-costly", error.message, 400)))
+        .pipe(Effect.catchTag("TooManyIncluded", (error) => new SearchError({ code: "too-costly", diagnostics: error.message })))
     const sizes = (n: number, found: ReadonlyArray<IncludedKey>) => [...rows.slice(0, n).map((row) => Number(row.size)), ...found.map((key) => key.size)]
     const fits = (n: number, found: ReadonlyArray<IncludedKey>) => bytesOf(sizes(n, found)) <= plan.maxPageBytes
 
@@ -66,12 +66,11 @@ export const pageIncludes = (
       found = best?.found ?? (keep === rows.length ? found : yield* keysFor(1))
       const all = sizes(keep, found)
       if (best === undefined && bytesOf(all) - Math.max(...all) > plan.maxPageBytes) {
-        return yield* fail(
-          "too-costly",
-          `The resources _include and _revinclude add to the first match of this page come to ${bytesOf(all)} bytes, ` +
-            `more than a page holds (server.max_page_bytes, ${plan.maxPageBytes}): narrow the _include and _revinclude rules`,
-          400
-        )
+        return yield* new SearchError({
+          code: "too-costly",
+          diagnostics: `The resources _include and _revinclude add to the first match of this page come to ${bytesOf(all)} bytes, ` +
+            `more than a page holds (server.max_page_bytes, ${plan.maxPageBytes}): narrow the _include and _revinclude rules`
+        })
       }
     }
     return { included: yield* includedContents(sql, found), keep: keep === rows.length ? undefined : keep }

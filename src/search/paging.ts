@@ -4,13 +4,28 @@
  * the same at any depth. A page asked for by `_offset` keeps it in its `self` link; the pages it leads to
  * are cursors. docs/search.md, "Paging", gives the decisions.
  */
-import { type Cursor, encodeCursor } from "../search/plan/cursor.ts"
+import type { Problem } from "./parse/SearchRequest.ts"
+import { type Cursor, encodeCursor } from "./plan/cursor.ts"
 
 /** Where a page starts: an offset into the rows, or a cursor. */
 export type PageAt = { readonly offset: number } | { readonly cursor: string }
 
 /** Parameters that say how a page is read or shown, not which rows it pages through: left out of a cursor's check. */
 const pagingCodes: ReadonlySet<string> = new Set(["_offset", "_cursor", "_count", "_format", "_pretty"])
+
+/** The request's own parameters less those `lenient` set aside: what page links repeat. */
+export const linkParams = (params: URLSearchParams, request: { readonly ignored: ReadonlyArray<Problem> }): URLSearchParams => {
+  // A `_filter` set aside names its whole expression: only that occurrence leaves the links.
+  const ignored = new Set(request.ignored.filter((problem) => problem.parameter !== "_filter").map((problem) => problem.parameter))
+  const ignoredFilters = new Set(request.ignored.filter((problem) => problem.parameter === "_filter").map((problem) => problem.value))
+  const out = new URLSearchParams()
+  for (const [name, value] of params) {
+    if (ignored.has(name) || ignored.has(name.split(":")[0]!)) continue
+    if (name === "_filter" && ignoredFilters.has(value)) continue
+    out.append(name, value)
+  }
+  return out
+}
 
 /** `params` with the page position `at` in place of any `_offset` or `_cursor`. */
 export const atPage = (params: URLSearchParams, at: PageAt): string => {
