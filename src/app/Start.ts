@@ -7,7 +7,7 @@ import { Context, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
 import v8 from "node:v8"
 import type { AppConfig } from "../config/AppConfig.ts"
 import { Database, layer as databaseLayer } from "../db/Database.ts"
-import { migrate } from "../db/Migrations.ts"
+import { checkMigrated, migrate, migratesAtStart } from "../db/Migrations.ts"
 import * as ProcessLock from "../db/ProcessLock.ts"
 import { CatalogService, layer as catalogLayer } from "../catalog/CatalogService.ts"
 import { CatalogReload, layer as catalogReloadLayer } from "../search/CatalogReload.ts"
@@ -84,8 +84,11 @@ export const start = (config: AppConfig) =>
     const db = Context.get(database, Database)
     // Opened (with its own plain errors) but not yet read or written: a second process on the database stops here (exit status 3).
     yield* ProcessLock.acquire(databaseOptions(config)).pipe(Scope.extend(databaseScope))
+    // Only the process that writes migrates; another checks that it has (spec: Versioning).
     yield* readiness.starting(Reasons.migrating)
-    yield* migrate({ fhirVersion: config.fhir.version }).pipe(Effect.provide(database))
+    yield* (migratesAtStart(config.cluster.role) ? Effect.asVoid(migrate({ fhirVersion: config.fhir.version })) : checkMigrated({ fhirVersion: config.fhir.version })).pipe(
+      Effect.provide(database)
+    )
     // The process lock above makes this process the only writer of its database: its lease is always held.
     const store = yield* Layer.buildWithScope(
       Layer.provideMerge(writerLayer, Layer.merge(Layer.succeedContext(database), alwaysHeld)),

@@ -222,3 +222,31 @@ export const migrate = Effect.fn("Migrations.migrate")(function*(options: {
   const done: MigrateResult = result
   return done
 })
+
+/**
+ * For a process that will not write (a standby or a replica): succeeds when the database is migrated to
+ * exactly this build's migrations and pinned to `fhirVersion`, and changes nothing. Only the process that
+ * writes (the primary) applies migrations; the others are refused until it has.
+ */
+export const checkMigrated = Effect.fn("Migrations.check")(function*(options: {
+  readonly fhirVersion: string
+  readonly migrations?: ReadonlyArray<Migration> | undefined
+}) {
+  const db = yield* Database
+  const known = options.migrations ?? (yield* loadMigrations(db.dialect))
+  const state = yield* db.withReader(readState).pipe(
+    Effect.mapError((error) => new DatabaseError({ operation: "migration check", reason: causeText(error) }))
+  )
+  const p = plan(known, state.recorded)
+  const reasons = [...refusals(p, state, options.fhirVersion)]
+  if (p.pending.length > 0) {
+    reasons.push(
+      `the database lacks ${p.pending.length === 1 ? "migration" : "migrations"} ${p.pending.map(migrationLabel).join(", ")} ` +
+        "of this build, and only the primary applies migrations: start the primary (or `svc migrate`) first"
+    )
+  }
+  if (reasons.length > 0) return yield* new MigrationRefused({ reason: reasons.join("; ") })
+})
+
+/** Whether a process of `role` writes the database, and so applies its migrations at start-up. */
+export const migratesAtStart = (role: string): boolean => role === "primary"

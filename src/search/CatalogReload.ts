@@ -47,7 +47,7 @@ export const make = (timing: ReloadTiming = defaultTiming) => Effect.gen(functio
   const catalogs = yield* CatalogService
   const backfill = yield* Backfill
   const feed = yield* ChangeFeed
-  const events = yield* feed.follow()
+  const next = yield* feed.pull()
   const handled = yield* SubscriptionRef.make(yield* feed.published)
 
   /**
@@ -91,15 +91,15 @@ export const make = (timing: ReloadTiming = defaultTiming) => Effect.gen(functio
   const wake = yield* Queue.sliding<void>(1)
 
   // Commits that arrived together are looked at together: one rebuild for all of them.
-  yield* events.pipe(
-    Stream.runForEachChunk((chunk) =>
+  yield* next.pipe(
+    Effect.flatMap((chunk) =>
       Effect.gen(function*() {
         const commits = Chunk.toArray(chunk).filter((event) => event._tag === "Committed")
         if (commits.length === 0) return
         seen = commits[commits.length - 1]!.commitTs
         const changes = commits.flatMap((event) => event.changes)
         const now = changes.filter((change) => reloadingTypes.has(change.type))
-        const needed = yield* Effect.exists(now, changesCatalog).pipe(
+        const needed = now.length === 0 ? false : yield* Effect.exists(now, changesCatalog).pipe(
           Effect.catchAllCause((cause) => Effect.as(Effect.logWarning("could not tell whether the catalog changed", cause), true))
         )
         if (needed) {
@@ -113,6 +113,7 @@ export const make = (timing: ReloadTiming = defaultTiming) => Effect.gen(functio
         if (!pending && !laterRunning) yield* SubscriptionRef.set(handled, seen)
       })
     ),
+    Effect.forever,
     Effect.forkScoped
   )
 

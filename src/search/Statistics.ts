@@ -63,17 +63,21 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
       Effect.forever,
       Effect.forkScoped
     )
-    const feed = yield* ChangeFeed
-    yield* (yield* feed.follow()).pipe(
-      Stream.runForEach((event) =>
-        event._tag === "FellBehind" ? Effect.void : Effect.gen(function*() {
-          const since = yield* Ref.updateAndGet(sinceRefresh, (n) => n + event.changes.length)
+    const next = yield* (yield* ChangeFeed).pull()
+    yield* next.pipe(
+      Effect.flatMap((events) =>
+        Effect.gen(function*() {
+          let changed = 0
+          for (const event of events) if (event._tag === "Committed") changed += event.changes.length
+          if (changed === 0) return
+          const since = yield* Ref.updateAndGet(sinceRefresh, (n) => n + changed)
           const size = yield* Ref.get(atRefresh)
           if (since >= options.base + options.fraction * size) {
             yield* Ref.set(sinceRefresh, 0)
             yield* Queue.offer(wanted, undefined)
           }
         })),
+      Effect.forever,
       Effect.forkScoped
     )
     const backfill = yield* Effect.serviceOption(Backfill)

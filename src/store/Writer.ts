@@ -128,25 +128,28 @@ export const make = Effect.gen(function*() {
     // A caller interrupted just as its job started.
     if (job.cancelled) yield* Fiber.interruptFork(fiber)
     yield* Fiber.await(fiber)
-  }).pipe(Effect.forever, Effect.forkScoped)
+  }).pipe(
+    Effect.forever,
+    // No tracer exports spans (src/http/Server.ts): none are made for the statements of a commit either.
+    Effect.withTracerEnabled(false),
+    Effect.forkScoped
+  )
 
   /**
-   * Queues `effect` for the actor and waits for it. It runs with the caller's fiber-local state (its services,
-   * clock, log annotations); a caller interrupted while it waits takes its job off the queue, or interrupts
+   * Queues `effect` for the actor and waits for it. It runs with the caller's services; a caller interrupted while it waits takes its job off the queue, or interrupts
    * it where it runs (which, for a commit, stops only the command before COMMIT) and waits for it to end.
    */
   const submit = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
-        const refs = yield* Effect.getFiberRefs
+        // The caller's services; the rest of its fiber-local state is the actor's (copying all of it cost a
+        // tenth of a create's time).
+        const context = yield* Effect.context<R>()
         const done = yield* Deferred.make<A, E>()
         const job: Job = {
           cancelled: false,
           fiber: undefined,
-          run: Effect.setFiberRefs(refs).pipe(
-            Effect.zipRight(Effect.exit(effect as Effect.Effect<A, E>)),
-            Effect.flatMap((exit) => Deferred.done(done, exit))
-          )
+          run: Effect.exit(Effect.provide(effect, context)).pipe(Effect.flatMap((exit) => Deferred.done(done, exit)))
         }
         yield* restore(Queue.offer(jobs, job))
         return yield* restore(Deferred.await(done)).pipe(

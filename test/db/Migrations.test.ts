@@ -5,7 +5,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Database, type DatabaseOptions, layer } from "../../src/db/Database.ts"
 import { formatStatus, status, statusExitCode } from "../../src/db/MigrationStatus.ts"
-import { checksumOf, loadMigrations, type Migration, migrate, readState } from "../../src/db/Migrations.ts"
+import { checkMigrated, checksumOf, loadMigrations, type Migration, migrate, migratesAtStart, readState } from "../../src/db/Migrations.ts"
 import { fullText, indexKey } from "../../src/search/indexKey.ts"
 import { buildVersion } from "../../src/version.ts"
 import { backends, freshDatabase } from "../support/backends.ts"
@@ -41,6 +41,26 @@ describe("Migrations", () => {
             expect(second.applied).toEqual([])
             expect(second.created).toBe(false)
             expect(yield* tableNames).toEqual(expect.arrayContaining(["svc_meta", "svc_migrations"]))
+          }))
+        }))
+
+      it.scoped("are only checked by a process that does not write: it is refused until the primary has applied them, and changes nothing", () =>
+        Effect.gen(function*() {
+          const options = yield* freshDatabase(backend.kind)
+          const known = yield* loadMigrations(dialect)
+          expect([migratesAtStart("primary"), migratesAtStart("standby"), migratesAtStart("replica")]).toEqual([true, false, false])
+          yield* withDatabase(options, Effect.gen(function*() {
+            const empty = yield* Effect.flip(checkMigrated({ fhirVersion: "r4" }))
+            expect(empty._tag).toBe("MigrationRefused")
+            expect(empty.message).toContain("only the primary applies migrations")
+            expect(yield* tableNames).toEqual([])
+            yield* migrate({ fhirVersion: "r4", migrations: known.slice(0, -1) })
+            const behind = yield* Effect.flip(checkMigrated({ fhirVersion: "r4" }))
+            expect(behind.message).toContain(`migration ${known[known.length - 1]!.version.toString().padStart(4, "0")}_${known[known.length - 1]!.name}`)
+            yield* migrate({ fhirVersion: "r4" })
+            yield* checkMigrated({ fhirVersion: "r4" })
+            const otherVersion = yield* Effect.flip(checkMigrated({ fhirVersion: "r5" }))
+            expect(otherVersion.message).toContain("database holds FHIR version r4")
           }))
         }))
 
