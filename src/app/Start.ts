@@ -149,11 +149,9 @@ export const start = (config: AppConfig) =>
     })
     yield* readiness.serving(probe, details)
     if (config.database.kind === "sqlite") {
-      const { requestLog, trusted } = edgeOptions(config)
+      // The request id, caller and log line of what it answers are the front door's (src/http/FrontDoor.ts).
       const options = {
         sqlitePath: config.database.sqlite_path,
-        requestLog,
-        trusted,
         publicUrl: config.server.public_url,
         maxPageBytes: config.server.max_page_bytes,
         sql: db.writer,
