@@ -6,11 +6,10 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { request as httpRequest } from "node:http"
 import { connect } from "node:net"
 import { AdmissionPolicies, type AdmissionPolicy, type Completion, CompletionListeners, PrincipalResolution } from "../../src/http/FrontDoor.ts"
 import { anonymous, type PrincipalResolver } from "../../src/http/Principal.ts"
-import { call, startServer, type TestServer } from "../support/server.ts"
+import { call, rawCall, type RawReply, startServer, type TestServer } from "../support/server.ts"
 
 interface Door {
   readonly server: TestServer
@@ -87,27 +86,10 @@ const governedServer = Layer.scoped(
   })
 )
 
-interface Raw {
-  readonly status: number
-  /** Header names and values in the order they were sent. */
-  readonly headers: ReadonlyArray<readonly [string, string]>
-  readonly body: string
-}
 
-/** One request with node:http, keeping the raw header order. */
+/** One request, keeping the raw header order; the body as text. */
 const raw = (method: string, url: string, headers: Record<string, string>, body?: string) =>
-  Effect.async<Raw>((resume) => {
-    const req = httpRequest(url, { method, headers }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (chunk: Buffer) => chunks.push(chunk))
-      res.on("end", () => {
-        const pairs: Array<readonly [string, string]> = []
-        for (let i = 0; i < res.rawHeaders.length; i += 2) pairs.push([res.rawHeaders[i]!.toLowerCase(), res.rawHeaders[i + 1]!])
-        resume(Effect.succeed({ status: res.statusCode ?? 0, headers: pairs, body: Buffer.concat(chunks).toString("utf8") }))
-      })
-    })
-    req.end(body)
-  })
+  Effect.map(rawCall(method, url, headers, body), (reply) => ({ ...reply, body: reply.bytes.toString("utf8") }))
 
 const logLines = (lines: ReadonlyArray<string>, requestId: string) =>
   lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line["message"] === "request" && line["request_id"] === requestId)
@@ -116,7 +98,7 @@ const lineKeys = ["time", "level", "message", "request_id", "method", "path", "s
 
 /** Headers that differ between any two answers. */
 const varying = new Set(["x-request-id", "date"])
-const stable = (reply: Raw) => reply.headers.filter(([name]) => !varying.has(name))
+const stable = (reply: RawReply) => reply.headers.filter(([name]) => !varying.has(name))
 
 const fastCounts = (url: string) =>
   Effect.map(call("GET", `${url}/healthz?verbose=1`), (reply) => reply.json.fast_path as { reads: number; searches: number })
@@ -156,7 +138,7 @@ describe("the front door", () => {
         expect(created.status).toBe(201)
         yield* server.searchIndexed
         const id: string = created.json.id
-        const refusals: Array<Raw> = []
+        const refusals: Array<RawReply & { readonly body: string }> = []
         let caller = 0
         for (const each of cases) {
           caller++

@@ -5,37 +5,18 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { request as httpRequest } from "node:http"
 import { backends } from "../support/backends.ts"
-import { call, startServer, type TestServer } from "../support/server.ts"
+import { call, rawCall, type RawReply, startServer, type TestServer } from "../support/server.ts"
 
 class Server extends Context.Tag("test/Server")<Server, TestServer>() {}
 
-interface Raw {
-  readonly status: number
-  /** Header names and values in the order they were sent. */
-  readonly headers: ReadonlyArray<readonly [string, string]>
-  readonly body: Buffer
-}
-
-/** One request with node:http, keeping the raw header order and the body's bytes. */
+/** One request, keeping the raw header order and the body's bytes. */
 const raw = (method: string, url: string, headers: Record<string, string> = {}) =>
-  Effect.async<Raw>((resume) => {
-    const req = httpRequest(url, { method, headers }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (chunk: Buffer) => chunks.push(chunk))
-      res.on("end", () => {
-        const pairs: Array<readonly [string, string]> = []
-        for (let i = 0; i < res.rawHeaders.length; i += 2) pairs.push([res.rawHeaders[i]!.toLowerCase(), res.rawHeaders[i + 1]!])
-        resume(Effect.succeed({ status: res.statusCode ?? 0, headers: pairs, body: Buffer.concat(chunks) }))
-      })
-    })
-    req.end()
-  })
+  Effect.map(rawCall(method, url, headers), (reply) => ({ ...reply, body: reply.bytes }))
 
 /** Headers that differ between any two answers. */
 const varying = new Set(["x-request-id", "date"])
-const stable = (reply: Raw) => reply.headers.filter(([name]) => !varying.has(name))
+const stable = (reply: RawReply) => reply.headers.filter(([name]) => !varying.has(name))
 
 const requestLines = (lines: ReadonlyArray<string>, requestId: string) =>
   lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line["request_id"] === requestId)

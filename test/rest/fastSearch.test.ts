@@ -7,36 +7,18 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { request as httpRequest } from "node:http"
 import { backends } from "../support/backends.ts"
-import { call, startServer, type TestServer } from "../support/server.ts"
+import { call, rawCall, type RawReply, startServer, type TestServer } from "../support/server.ts"
 
 class Server extends Context.Tag("test/FastSearchServer")<Server, TestServer>() {}
 
-interface Raw {
-  readonly status: number
-  /** Header names and values in the order they were sent. */
-  readonly headers: ReadonlyArray<readonly [string, string]>
-  readonly body: string
-}
 
-/** One GET with node:http, keeping the raw header order. */
+/** One GET, keeping the raw header order; the body as text. */
 const raw = (url: string, headers: Record<string, string> = {}) =>
-  Effect.async<Raw>((resume) => {
-    const req = httpRequest(url, { method: "GET", headers }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (chunk: Buffer) => chunks.push(chunk))
-      res.on("end", () => {
-        const pairs: Array<readonly [string, string]> = []
-        for (let i = 0; i < res.rawHeaders.length; i += 2) pairs.push([res.rawHeaders[i]!.toLowerCase(), res.rawHeaders[i + 1]!])
-        resume(Effect.succeed({ status: res.statusCode ?? 0, headers: pairs, body: Buffer.concat(chunks).toString("utf8") }))
-      })
-    })
-    req.end()
-  })
+  Effect.map(rawCall("GET", url, headers), (reply) => ({ ...reply, body: reply.bytes.toString("utf8") }))
 
 const varying = new Set(["x-request-id", "date", "content-length"])
-const stable = (reply: Raw) => reply.headers.filter(([name]) => !varying.has(name))
+const stable = (reply: RawReply) => reply.headers.filter(([name]) => !varying.has(name))
 /** The Bundle without what differs between any two answers. */
 const comparable = (body: string) => {
   const { id: _id, meta: _meta, ...rest } = JSON.parse(body)

@@ -7,6 +7,7 @@ import { Effect, Layer, type Scope } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { request as httpRequest } from "node:http"
 import { fileURLToPath } from "node:url"
 import { start } from "../../src/app/Start.ts"
 import type { FlagSettings } from "../../src/config/AppConfig.ts"
@@ -111,4 +112,26 @@ export const call = (
       json = undefined
     }
     return { status: response.status, headers: response.headers, text, json }
+  })
+
+/** An answer as node:http gives it: the header names and values in the order sent, and the body's bytes. */
+export interface RawReply {
+  readonly status: number
+  readonly headers: ReadonlyArray<readonly [string, string]>
+  readonly bytes: Buffer
+}
+
+/** One request with node:http, keeping the raw header order and the body's bytes (fetch merges and reorders headers). */
+export const rawCall = (method: string, url: string, headers: Record<string, string> = {}, body?: string): Effect.Effect<RawReply> =>
+  Effect.async<RawReply>((resume) => {
+    const req = httpRequest(url, { method, headers }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (chunk: Buffer) => chunks.push(chunk))
+      res.on("end", () => {
+        const pairs: Array<readonly [string, string]> = []
+        for (let i = 0; i < res.rawHeaders.length; i += 2) pairs.push([res.rawHeaders[i]!.toLowerCase(), res.rawHeaders[i + 1]!])
+        resume(Effect.succeed({ status: res.statusCode ?? 0, headers: pairs, bytes: Buffer.concat(chunks) }))
+      })
+    })
+    req.end(body)
   })
