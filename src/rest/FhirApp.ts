@@ -8,9 +8,8 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import { CatalogService } from "../catalog/CatalogService.ts"
 import { databaseLimit } from "../db/errors.ts"
 import { Admission } from "../http/FrontDoor.ts"
-import { callerKey, Principal } from "../http/Principal.ts"
+import { callerKey } from "../http/Principal.ts"
 import { fhirRoute, type Route } from "../http/Route.ts"
-import { RequestInfo } from "../http/RequestLog.ts"
 import { systemOrigin } from "../store/ChangeFeed.ts"
 import { instantOf } from "../store/ResourceStore.ts"
 import { withOrigin } from "../store/Writer.ts"
@@ -200,12 +199,9 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
       const route = Option.isSome(admission) ? admission.value.route : fhirRoute(http.method, segments)
       const isSearch = isSearchRoute(catalog, route)
       // What this request commits is published as made for its caller (src/store/ChangeFeed.ts).
-      const info = yield* Effect.serviceOption(RequestInfo)
-      const principal = yield* Effect.serviceOption(Principal)
-      const origin = Option.isNone(info) ? systemOrigin : {
-        actor: Option.match(principal, { onNone: () => `address:${info.value.client}`, onSome: callerKey }),
-        requestId: info.value.requestId
-      }
+      const origin = Option.isNone(admission)
+        ? systemOrigin
+        : { actor: callerKey(admission.value.principal), requestId: admission.value.requestId }
       return yield* dispatch(request, route, segments, capabilities).pipe(
         withOrigin(origin),
         Effect.catchTag("FhirError", (error) => Effect.succeed(errorResponse(error, negotiated, catalog))),
