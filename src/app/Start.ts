@@ -27,6 +27,7 @@ import { type EdgeOptions, listen, type ListenOptions, ServingApp } from "../htt
 import { type FastCounts, installFastRead } from "../rest/fastRead.ts"
 import * as FhirApp from "../rest/FhirApp.ts"
 import { basePath, RestSettings } from "../rest/Rest.ts"
+import { layer as resourceStoreLayer, StoreSettings } from "../store/ResourceStore.ts"
 import { parseBind } from "../config/Setting.ts"
 
 export const edgeOptions = (config: AppConfig): EdgeOptions => ({
@@ -111,8 +112,8 @@ export const start = (config: AppConfig) =>
       databaseScope
     )
     const services = Context.mergeAll(store, catalogContext, indexing).pipe(
-      Context.add(RestSettings, {
-        publicUrl: config.server.public_url,
+      Context.add(RestSettings, { publicUrl: config.server.public_url }),
+      Context.add(StoreSettings, {
         updateAsCreate: config.conformance.update_as_create,
         referencePolicy: config.conformance.reference_policy,
         allowedExtensionDomains: config.validation.allowed_extension_domains,
@@ -122,12 +123,14 @@ export const start = (config: AppConfig) =>
         maxPatchOperations: config.server.max_patch_operations
       })
     )
+    const storeContext = yield* Layer.buildWithScope(Layer.provide(resourceStoreLayer, Layer.succeedContext(services)), databaseScope)
+    const withStore = Context.merge(services, storeContext)
     const fhir = yield* FhirApp.make({
       maxBodyBytes: config.server.max_body_bytes,
       maxBundleEntries: config.server.max_bundle_entries,
       maxPageBytes: config.server.max_page_bytes
-    }).pipe(Effect.provide(services))
-    const app = routeByPrefix(fhir.pipe(Effect.provide(services)))
+    }).pipe(Effect.provide(withStore))
+    const app = routeByPrefix(fhir.pipe(Effect.provide(withStore)))
 
     // A full garbage collection when the server falls idle, so that memory an ingest grew goes back.
     const idle = { collections: 0, releases: 0 }

@@ -9,7 +9,7 @@
 import { Effect } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { OperationParameterDef } from "../catalog/definitions.ts"
-import { fail } from "../rest/FhirError.ts"
+import { fail } from "../http/FhirError.ts"
 import type { FhirRequest } from "../rest/FhirRequest.ts"
 import { readResource } from "../rest/RequestBody.ts"
 

@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { OperationLevel } from "../catalog/definitions.ts"
-import { fail } from "../rest/FhirError.ts"
+import { fail } from "../http/FhirError.ts"
 import type { FhirRequest } from "../rest/FhirRequest.ts"
 import { everythingModule } from "./everything.ts"
 import type { OperationCall } from "./Operation.ts"

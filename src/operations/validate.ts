@@ -13,10 +13,10 @@ import { type Issue as OutcomeIssue } from "../http/OperationOutcome.ts"
 import { readCurrent } from "../store/reads.ts"
 import { referenceCheck } from "../validation/referencePolicy.ts"
 import { isValid, type Issue, validateForWrite, validateResource } from "../validation/Validator.ts"
-import { fail } from "../rest/FhirError.ts"
+import { fail } from "../http/FhirError.ts"
 import type { FhirRequest } from "../rest/FhirRequest.ts"
 import { readResource } from "../rest/RequestBody.ts"
-import { RestSettings, validationOptions } from "../rest/Rest.ts"
+import { StoreSettings, validationOptions } from "../store/ResourceStore.ts"
 import { resourceBody } from "../rest/respond.ts"
 import type { OperationModule } from "./Operation.ts"
 
@@ -116,7 +116,7 @@ export const validateOperation = (request: FhirRequest, type: string, id: string
     }
 
     const profiles = input.profile === undefined ? [] : [input.profile]
-    const settings = yield* RestSettings
+    const settings = yield* StoreSettings
     const options = validationOptions(settings, yield* Clock.currentTimeMillis)
     const validation = validateForWrite(resource, request.catalog, options)
     const issues = profiles.length === 0 ? [...validation.issues] : [...validateResource(resource, request.catalog, { ...options, profiles })]

@@ -8,7 +8,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect } from "effect"
 import { entryOf, hasEntries, type StoredEntry, writeEntries } from "../catalog/stored.ts"
 import { Database } from "../db/Database.ts"
-import { instantOf, putVersion } from "../store/ResourceStore.ts"
+import { instantOf, putVersion } from "../store/versions.ts"
 import { Writer } from "../store/Writer.ts"
 
 /** What the installer needs of a fetched package. */

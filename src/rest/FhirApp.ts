@@ -11,11 +11,11 @@ import { Admission } from "../http/FrontDoor.ts"
 import { callerKey } from "../http/Principal.ts"
 import { fhirRoute, type Route } from "../http/Route.ts"
 import { systemOrigin } from "../store/ChangeFeed.ts"
-import { instantOf } from "../store/ResourceStore.ts"
-import { withOrigin } from "../store/Writer.ts"
+import { instantOf } from "../store/versions.ts"
+import { withOrigin, type Writer } from "../store/Writer.ts"
 import { capabilityStatement } from "./capabilities.ts"
 import { compartmentSearch } from "./compartment.ts"
-import { fail, FhirError } from "./FhirError.ts"
+import { fail, FhirError } from "../http/FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
 import { contentTypeOf, negotiate } from "./Format.ts"
 import { history } from "./history.ts"
@@ -26,6 +26,10 @@ import type { SearchScope } from "../search/parse/parseScope.ts"
 import { search } from "./search.ts"
 import { processBundle } from "./bundle/Bundles.ts"
 import { basePath, baseUrl, RestSettings } from "./Rest.ts"
+import { type ResourceStore, type StoreError, StoreSettings } from "../store/ResourceStore.ts"
+import type { LeaseLost } from "../store/WriterLease.ts"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { Database } from "../db/Database.ts"
 import { bodyText as renderBody, errorResponse } from "./respond.ts"
 import { invoke } from "../operations/registry.ts"
 import { forbiddenCharIn, forbiddenCharRule, paramsProblem, urlTextProblem } from "../validation/fhirText.ts"
@@ -70,7 +74,7 @@ const dispatch = (
   route: Route,
   segments: ReadonlyArray<string>,
   capabilities: (request: FhirRequest) => Effect.Effect<string>
-) => {
+): Effect.Effect<HttpServerResponse.HttpServerResponse, FhirError | SqlError | StoreError | LeaseLost, Database | Writer | ResourceStore | StoreSettings> => {
   const method = request.http.method === "HEAD" ? "GET" : request.http.method
   const path = `${basePath}/${segments.join("/")}`
   const catalog = request.catalog
@@ -147,6 +151,7 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
     // The statement of the catalog generation last asked for, as JSON, with its renderings by format as asked for.
     const cached = yield* Ref.make<{ readonly generation: number; readonly json: Record<string, unknown>; readonly bodies: Map<string, string> } | undefined>(undefined)
     const settings = yield* RestSettings
+    const storeSettings = yield* StoreSettings
 
     const capabilities = (request: FhirRequest) =>
       Effect.gen(function*() {
@@ -156,7 +161,7 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
           const now = yield* Clock.currentTimeMillis
           const json = capabilityStatement(catalog, {
             base: settings.publicUrl === undefined ? undefined : baseUrl(settings.publicUrl, undefined),
-            updateAsCreate: settings.updateAsCreate,
+            updateAsCreate: storeSettings.updateAsCreate,
             date: instantOf(now * 1000)
           })
           hit = { generation: catalog.generation, json, bodies: new Map() }
@@ -198,6 +203,26 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
       const admission = yield* Effect.serviceOption(Admission)
       const route = Option.isSome(admission) ? admission.value.route : fhirRoute(http.method, segments)
       const isSearch = isSearchRoute(catalog, route)
+      const databaseFailure = (limit: "deadline" | "pool" | undefined, cause: unknown) => {
+        switch (limit) {
+          case "deadline":
+            return Effect.logWarning("a statement ran past its deadline (database.statement_timeout_ms)").pipe(
+              Effect.as(errorResponse(fail("too-costly", "the database did not answer within the statement deadline (database.statement_timeout_ms): narrow the request, or try again later", 503), negotiated, catalog))
+            )
+          case "pool":
+            return Effect.logWarning("no database connection was free in time").pipe(
+              Effect.as(HttpServerResponse.setHeader(
+                errorResponse(fail("transient", "the server is busy: no database connection was free in time; try again shortly"), negotiated, catalog),
+                "retry-after",
+                "1"
+              ))
+            )
+          case undefined:
+            return Effect.logError("database error", cause).pipe(
+              Effect.as(errorResponse(fail("exception", "the database failed to answer this request; see the server log"), negotiated, catalog))
+            )
+        }
+      }
       // What this request commits is published as made for its caller (src/store/ChangeFeed.ts).
       const origin = Option.isNone(admission)
         ? systemOrigin
@@ -210,26 +235,9 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
           Effect.logWarning(`a write was refused: this process no longer holds the writer lease (${error.reason})`).pipe(
             Effect.as(errorResponse(fail("transient", "this server can no longer write (it lost the writer lease); nothing was written: try again", 503), negotiated, catalog))
           )),
-        Effect.catchTag("SqlError", (error) => {
-          switch (databaseLimit(error)) {
-            case "deadline":
-              return Effect.logWarning("a statement ran past its deadline (database.statement_timeout_ms)").pipe(
-                Effect.as(errorResponse(fail("too-costly", "the database did not answer within the statement deadline (database.statement_timeout_ms): narrow the request, or try again later", 503), negotiated, catalog))
-              )
-            case "pool":
-              return Effect.logWarning("no database connection was free in time").pipe(
-                Effect.as(HttpServerResponse.setHeader(
-                  errorResponse(fail("transient", "the server is busy: no database connection was free in time; try again shortly"), negotiated, catalog),
-                  "retry-after",
-                  "1"
-                ))
-              )
-            default:
-              return Effect.logError("database error", error.cause).pipe(
-                Effect.as(errorResponse(fail("exception", "the database failed to answer this request; see the server log"), negotiated, catalog))
-              )
-          }
-        }),
+        // A read's statement failed (SqlError), or a write's (StoreError, from the ResourceStore).
+        Effect.catchTag("SqlError", (error) => databaseFailure(databaseLimit(error), error.cause)),
+        Effect.catchTag("StoreError", (error) => databaseFailure(error.limit, error.cause)),
         Effect.map((response) => (isSearch ? HttpServerResponse.setHeader(response, "vary", "Prefer") : response))
       )
     })

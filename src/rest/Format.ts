@@ -2,7 +2,7 @@
  * Content negotiation (ARCHITECTURE.md, Formats): JSON by default, `application/json` the same as
  * `application/fhir+json`; XML when asked by `_format` or `Accept`; `_pretty`.
  */
-import { fail, type FhirError } from "./FhirError.ts"
+import { fail, type FhirError } from "../http/FhirError.ts"
 
 export type Format = "json" | "xml"
 

@@ -6,7 +6,7 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import { checkBody } from "./bodyCheck.ts"
 import { parseJson as parseKeepingDecimals } from "../json/Json.ts"
 import { duplicateKeys, duplicateKeyText } from "../validation/jsonKeys.ts"
-import { fail, FhirError } from "./FhirError.ts"
+import { fail, FhirError } from "../http/FhirError.ts"
 import { bodyFormat } from "./Format.ts"
 import { parseXml } from "./xmlBridge.ts"
 

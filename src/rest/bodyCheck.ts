@@ -6,7 +6,7 @@
  * Limits: docs/rest.md.
  */
 import { forbiddenCharIn, forbiddenCharRule } from "../validation/fhirText.ts"
-import { FhirError } from "./FhirError.ts"
+import { FhirError } from "../http/FhirError.ts"
 
 /**
  * The most levels of JSON objects and arrays (or XML elements) a body may nest. The deepest R4 example,

@@ -3,7 +3,7 @@
  * bytes they are, without parsing and serialising them again.
  */
 import { randomUUID } from "node:crypto"
-import { instantOf } from "../store/ResourceStore.ts"
+import { instantOf } from "../store/versions.ts"
 
 export interface BundleHead {
   readonly type: string

@@ -11,7 +11,7 @@ import { Effect, Either } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { SearchScope } from "../search/parse/parseScope.ts"
 import { compartmentCondition, compartmentTypes, searchableCompartment } from "../search/plan/compartment.ts"
-import { fail, type FhirError } from "./FhirError.ts"
+import { fail, type FhirError } from "../http/FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
 import { search } from "./search.ts"
 

@@ -5,29 +5,29 @@
  * (#cpatch) names the resource by a search: none is a 404, several a 412.
  */
 import { Effect } from "effect"
-import { ifMatchVersion, knownType } from "./checks.ts"
-import { type Patcher, patchCommand } from "./commands.ts"
-import { matchOne, patchMatch, readCondition } from "./conditional.ts"
+import { ifMatchVersion, knownType } from "../store/checks.ts"
+import { type Patcher, patchCommand } from "../store/commands.ts"
+import { matchOne, patchMatch, readCondition } from "../store/conditional.ts"
 import { checkBody } from "./bodyCheck.ts"
-import { fail, FhirError } from "./FhirError.ts"
+import { fail, FhirError } from "../http/FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { bodyFormat } from "./Format.ts"
 import { fhirPathPatch } from "./patch/fhirPathPatch.ts"
 import { jsonPatch } from "./patch/jsonPatch.ts"
 import { tooManyOperations } from "./patch/operationCount.ts"
-import { RestSettings } from "./Rest.ts"
+import { StoreSettings } from "../store/ResourceStore.ts"
 import { bodyText, parseJson } from "./RequestBody.ts"
 import { inTransaction, written } from "./write.ts"
 import { parseXml } from "./xmlBridge.ts"
 
-const readPatch = (request: FhirRequest): Effect.Effect<Patcher, FhirError, RestSettings> =>
+const readPatch = (request: FhirRequest): Effect.Effect<Patcher, FhirError, StoreSettings> =>
   Effect.gen(function*() {
     const format = bodyFormat(header(request, "content-type"))
     if (format === undefined) {
       return yield* fail("not-supported", `Content-Type ${header(request, "content-type")} is not a patch format: use application/json-patch+json, or a Parameters resource for FHIRPath Patch`, 415)
     }
     const text = yield* bodyText(request.http, request.maxBodyBytes)
-    const { maxPatchOperations } = yield* RestSettings
+    const { maxPatchOperations } = yield* StoreSettings
     if (format === "json-patch") {
       const operations = yield* parseJson(text)
       const refused = checkBody(operations, "the JSON Patch document")

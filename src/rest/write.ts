@@ -4,50 +4,38 @@
  * search in place of the id on an update or delete.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Clock, Effect } from "effect"
-import { Database } from "../db/Database.ts"
+import { Effect } from "effect"
+import { randomUUID } from "node:crypto"
 import { operationOutcome } from "../http/OperationOutcome.ts"
-import { type CommitContext, Writer } from "../store/Writer.ts"
-import { ifMatchVersion } from "./checks.ts"
-import { type CommandEnv, createCommand, deleteCommand, runCommand, updateCommand } from "./commands.ts"
-import { createUnlessFound, deleteMatch, matchOne, readCondition, updateMatch } from "./conditional.ts"
-import { FhirError, invalidReferences } from "./FhirError.ts"
-import { referenceCheck } from "../validation/referencePolicy.ts"
+import { ifMatchVersion } from "../store/checks.ts"
+import { type CommandEnv, createCommand, deleteCommand, type Prevalidated, updateCommand } from "../store/commands.ts"
+import { createUnlessFound, deleteMatch, matchOne, readCondition, updateMatch } from "../store/conditional.ts"
+import { ResourceStore, type WriteScope } from "../store/ResourceStore.ts"
+import { FhirError } from "../http/FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
 import { returnPreference } from "./prefer.ts"
-import { RestSettings, validationOptions } from "./Rest.ts"
 import { resourceBody, versionHeaders } from "./respond.ts"
 
 export const commitHeader = (commitTs: number) => ({ "x-svc-commit-ts": String(commitTs) })
 
-/** Runs `command` in one Writer transaction with the environment the commands need. */
+/** Where the writes of `request` happen. */
+const scopeOf = (request: FhirRequest): WriteScope => ({
+  base: request.base,
+  catalog: request.catalog,
+  maxBundleEntries: request.maxBundleEntries,
+  maxPageBytes: request.maxPageBytes
+})
+
+/** Runs `command` in one transaction of the ResourceStore, for `request`. */
 export const inTransaction = <A, E, R>(request: FhirRequest, command: (env: CommandEnv) => Effect.Effect<A, E, R>) =>
-  Effect.gen(function*() {
-    const { writer: sql } = yield* Database
-    const writer = yield* Writer
-    const settings = yield* RestSettings
-    return yield* writer.commit((commit: CommitContext) =>
-      Effect.gen(function*() {
-        const references = referenceCheck(settings.referencePolicy, request.base, request.catalog)
-        const now = yield* Clock.currentTimeMillis
-        const env = {
-          sql,
-          catalog: request.catalog,
-          updateAsCreate: settings.updateAsCreate,
-          commit,
-          base: request.base,
-          references,
-          validation: validationOptions(settings, now),
-          maxPageBytes: request.maxPageBytes,
-          limits: { maxIndexRows: settings.maxIndexRows, maxBundleEntries: request.maxBundleEntries, maxPatchOperations: settings.maxPatchOperations }
-        }
-        const value = yield* runCommand(env, command)
-        const issues = yield* references.verify(sql)
-        if (issues.length > 0) return yield* invalidReferences(issues)
-        return value
-      })
-    )
-  })
+  Effect.flatMap(ResourceStore, (store) => store.transaction(scopeOf(request), command))
+
+/** Validates the resource a create or an update by id writes before its command is queued. */
+const prevalidate = (request: FhirRequest, interaction: "create" | "update", type: string, id: string, resource: Record<string, unknown>) =>
+  Effect.flatMap(ResourceStore, (store) => store.prevalidate(scopeOf(request), { interaction, type, id, resource }))
+
+const withPrevalidated = (env: CommandEnv, prevalidated: Prevalidated | undefined): CommandEnv =>
+  prevalidated === undefined ? env : { ...env, prevalidated }
 
 /** What a write answers about: a version it created or updated, or the one a conditional create found. */
 export type WriteOutcome = "created" | "updated" | "found"
@@ -96,7 +84,9 @@ export const create = (request: FhirRequest, type: string, body: Record<string, 
   Effect.gen(function*() {
     const ifNoneExist = header(request, "if-none-exist")
     if (ifNoneExist === undefined) {
-      const { commitTs, value } = yield* inTransaction(request, (env) => createCommand(env, type, body))
+      const id = randomUUID()
+      const ahead = yield* prevalidate(request, "create", type, id, body)
+      const { commitTs, value } = yield* inTransaction(request, (env) => createCommand(withPrevalidated(env, ahead), type, body, id))
       return written(request, type, value.id, value.stored, commitTs, "created")
     }
     const condition = readCondition(request.catalog, type, ifNoneExist, "conditional create")
@@ -111,7 +101,8 @@ export const create = (request: FhirRequest, type: string, body: Record<string, 
 export const update = (request: FhirRequest, type: string, id: string, body: Record<string, unknown>) =>
   Effect.gen(function*() {
     const expected = yield* ifMatchOf(request)
-    const { commitTs, value } = yield* inTransaction(request, (env) => updateCommand(env, type, id, body, expected))
+    const ahead = body["id"] === id ? yield* prevalidate(request, "update", type, id, body) : undefined
+    const { commitTs, value } = yield* inTransaction(request, (env) => updateCommand(withPrevalidated(env, ahead), type, id, body, expected))
     return written(request, type, id, value.stored, commitTs, value.created ? "created" : "updated")
   })
 

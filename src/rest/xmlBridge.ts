@@ -1,7 +1,7 @@
 /** FHIR XML at the REST edge: rendering responses and reading bodies (docs/formats.md). */
 import { Effect, Either } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
-import { fail, type FhirError } from "./FhirError.ts"
+import { fail, type FhirError } from "../http/FhirError.ts"
 import { fromXml } from "./xml/fromXml.ts"
 import { toXml } from "./xml/toXml.ts"
 

@@ -17,7 +17,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Chunk, Context, Duration, Effect, Layer, Option, Queue, Schedule, type Scope, Stream, SubscriptionRef } from "effect"
 import { Database } from "../db/Database.ts"
-import type { Operation } from "./ResourceStore.ts"
+import type { Operation } from "./versions.ts"
 
 export interface Change {
   readonly type: string

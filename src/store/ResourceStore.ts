@@ -1,146 +1,162 @@
 /**
- * Resource versions in the database (ARCHITECTURE.md, Storage): `resources` points at each
- * resource's current version, `resource_versions` keeps every version as the JSON text served.
+ * The ResourceStore (ARCHITECTURE.md, "Writes and the change feed"): the one way the interactions above
+ * write resources. A write is a command of the write model (commands.ts, conditional.ts) run in one Writer
+ * transaction with what the commands need (the settings, the reference check, a batch of rows); the
+ * references its resources hold are checked against `conformance.reference_policy` before it commits.
+ *
+ * Storage failures stop here: a failed statement becomes a `StoreError` that says whether it hit one of the
+ * database's limits (docs/database.md, "Deadlines"); no `SqlError` of a write goes further up.
+ *
+ * Validation runs before the command is queued where it can (`prevalidate`): a resource whose id and content
+ * are known before the transaction (a create, an update by id) is validated while other commands commit; the
+ * command then only checks that it writes that same resource. Bundle entries, whose references are resolved
+ * inside the transaction, are validated there.
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect } from "effect"
-import { stringifyJson } from "../json/Json.ts"
-import { carryLexical } from "../json/lexical.ts"
-import { rowsPerStatement, type WriteBatch } from "./WriteBatch.ts"
+import { Clock, Context, Data, Effect, Layer } from "effect"
+import type { Catalog } from "../catalog/Catalog.ts"
+import { Database } from "../db/Database.ts"
+import { causeText, databaseLimit } from "../db/errors.ts"
+import { type FhirError, invalidReferences, invalidResource } from "../http/FhirError.ts"
+import { referenceCheck, type ReferencePolicy } from "../validation/referencePolicy.ts"
+import { isValid, type ValidateOptions, validateForWriteSteps } from "../validation/Validator.ts"
+import { bodyMatches, knownType } from "./checks.ts"
+import { bundleEntries, type CommandEnv, type Prevalidated, runCommand } from "./commands.ts"
+import { Pacer, paced, workPerYield } from "./EventLoop.ts"
+import { type CommitContext, type Result, Writer } from "./Writer.ts"
+import type { LeaseLost } from "./WriterLease.ts"
 
-/** How a version came to be: what history shows as its `request.method` (POST, PUT, PATCH, DELETE). */
-export type Operation = "create" | "update" | "patch" | "delete"
-
-export interface StoredVersion {
-  readonly rkey: number
-  readonly version: number
-  /** The resource as stored, with the server's id and meta. */
-  readonly resource: Record<string, unknown>
-  /** Its JSON text, as served (decimals as written: docs/formats.md). */
-  readonly content: string
+/** The settings the write model follows. */
+export interface WriteSettings {
+  /** `conformance.update_as_create`. */
+  readonly updateAsCreate: boolean
+  /** `conformance.reference_policy`. */
+  readonly referencePolicy: ReferencePolicy
+  /** `validation.allowed_extension_domains`: extension urls accepted without their definition. */
+  readonly allowedExtensionDomains: ReadonlyArray<string>
+  /** `validation.allow_example_urls`: URLs on the example domains accepted (the validator's examples mode). */
+  readonly allowExampleUrls?: boolean
+  /** `validation.vital_signs`: the implied vital signs profiles' findings as errors (default) or warnings. */
+  readonly vitalSigns?: "error" | "warning"
+  /** `server.max_index_rows`: search index rows of one resource written (413 beyond). */
+  readonly maxIndexRows: number
+  /** `server.max_patch_operations`: operations of one JSON Patch or FHIRPath Patch (413 beyond). */
+  readonly maxPatchOperations: number
 }
 
-/** FHIR `instant` of a commit timestamp (microseconds), to the millisecond. */
-export const instantOf = (commitTs: number): string => new Date(Math.floor(commitTs / 1000)).toISOString()
+/** The write settings, a section of the configuration (tests give their own). */
+export class StoreSettings extends Context.Tag("svc/store/StoreSettings")<StoreSettings, WriteSettings>() {}
 
-/** The resource as stored: `id` and `meta.versionId` / `meta.lastUpdated` are the server's. */
-export const withServerMeta = (
-  resource: Record<string, unknown>,
-  id: string,
-  version: number,
-  commitTs: number
-): Record<string, unknown> => {
-  const { id: _ignored, meta, resourceType, ...rest } = resource
-  const given = typeof meta === "object" && meta !== null && !Array.isArray(meta) ? meta : {}
-  return carryLexical(resource, {
-    resourceType,
-    id,
-    ...rest,
-    meta: { ...given, versionId: String(version), lastUpdated: instantOf(commitTs) }
-  })
+/** What validation is told besides the catalog, from the `validation.*` settings. */
+export const validationOptions = (settings: WriteSettings, now: number): ValidateOptions => ({
+  allowedExtensionDomains: settings.allowedExtensionDomains,
+  examples: settings.allowExampleUrls === true,
+  vitalSigns: settings.vitalSigns ?? "error",
+  now
+})
+
+/** Where a write happens: the request's base and catalog, and the limits of its request. */
+export interface WriteScope {
+  /** `[base]` of the request, for the fullUrls of a search inside a Bundle. */
+  readonly base: string
+  readonly catalog: Catalog
+  /** `server.max_page_bytes`, for a search inside a Bundle. */
+  readonly maxPageBytes?: number
+  /** `server.max_bundle_entries`. */
+  readonly maxBundleEntries: number
 }
 
-/**
- * Writes a new version of `type/id` (creating the resource when it is new). Runs inside the
- * Writer's transaction, which gives `commitTs`. With a `batch`, the version row joins it. `patched`
- * records the version as a patch of the last rather than an update.
- */
-export const putVersion = (
-  sql: SqlClient.SqlClient,
-  input: {
-    readonly type: string
-    readonly id: string
-    readonly resource: Record<string, unknown>
-    readonly commitTs: number
-    readonly patched?: boolean
-  },
-  batch?: WriteBatch
-): Effect.Effect<StoredVersion, SqlError> =>
-  Effect.gen(function*() {
-    const rows = yield* sql<{ readonly rkey: number | string; readonly version: number}>`
-      INSERT INTO resources (type, id, version, commit_ts, deleted)
-      VALUES (${input.type}, ${input.id}, 1, ${input.commitTs}, ${sql.onDialectOrElse({ pg: () => false, orElse: () => 0 })})
-      ON CONFLICT (type, id) DO UPDATE SET
-        version = resources.version + 1,
-        commit_ts = excluded.commit_ts,
-        deleted = excluded.deleted
-      RETURNING rkey, version`
-    const row = rows[0]!
-    const resource = withServerMeta(input.resource, input.id, row.version, input.commitTs)
-    const content = stringifyJson(resource)
-    const op: Operation = row.version === 1 ? "create" : input.patched === true ? "patch" : "update"
-    if (batch === undefined) {
-      yield* sql`
-        INSERT INTO resource_versions (rkey, version, commit_ts, op, content)
-        VALUES (${row.rkey}, ${row.version}, ${input.commitTs}, ${op}, ${content})`
-    } else {
-      batch.add("resource_versions", { rkey: row.rkey, version: row.version, commit_ts: input.commitTs, op, content })
-    }
-    return { rkey: Number(row.rkey), version: row.version, resource, content }
-  })
+/** A write's statement failed; nothing of it was committed. */
+export class StoreError extends Data.TaggedError("StoreError")<{
+  /** Plain words, for the log. */
+  readonly reason: string
+  /** The database limit it hit: its statement deadline, or no pool connection free in time. */
+  readonly limit: "deadline" | "pool" | undefined
+  /** The driver's error, for the log only. */
+  readonly cause: unknown
+}> {}
 
-export interface NewVersion {
-  readonly type: string
-  readonly id: string
-  readonly resource: Record<string, unknown>
-}
+const storeError = (error: SqlError): StoreError =>
+  new StoreError({ reason: causeText(error), limit: databaseLimit(error), cause: error.cause })
 
-/**
- * `putVersion` for many resources of one transaction (distinct `type/id`s), with one multi-row upsert of
- * `resources` per parameter limit; their version rows join `batch`. In the order given.
- */
-export const putVersions = (
-  sql: SqlClient.SqlClient,
-  inputs: ReadonlyArray<NewVersion>,
-  commitTs: number,
-  batch: WriteBatch
-): Effect.Effect<ReadonlyArray<StoredVersion>, SqlError> =>
-  Effect.gen(function*() {
-    const deleted = sql.onDialectOrElse({ pg: () => false, orElse: () => 0 })
-    const size = rowsPerStatement(sql, 5)
-    const keys = new Map<string, { readonly rkey: number; readonly version: number }>()
-    for (let start = 0; start < inputs.length; start += size) {
-      const rows = inputs.slice(start, start + size).map((input) => ({ type: input.type, id: input.id, version: 1, commit_ts: commitTs, deleted }))
-      const returned = yield* sql<{ readonly rkey: number | string; readonly type: string; readonly id: string; readonly version: number }>`
-        INSERT INTO resources ${sql.insert(rows)}
-        ON CONFLICT (type, id) DO UPDATE SET
-          version = resources.version + 1,
-          commit_ts = excluded.commit_ts,
-          deleted = excluded.deleted
-        RETURNING rkey, type, id, version`
-      for (const row of returned) keys.set(`${row.type}/${row.id}`, { rkey: Number(row.rkey), version: Number(row.version) })
-    }
-    return inputs.map((input) => {
-      const row = keys.get(`${input.type}/${input.id}`)!
-      const resource = withServerMeta(input.resource, input.id, row.version, commitTs)
-      const content = stringifyJson(resource)
-      batch.add("resource_versions", { rkey: row.rkey, version: row.version, commit_ts: commitTs, op: row.version === 1 ? "create" : "update", content })
-      return { rkey: row.rkey, version: row.version, resource, content }
+export class ResourceStore extends Context.Tag("svc/store/ResourceStore")<ResourceStore, {
+  /**
+   * Runs `command` in one Writer transaction: all it writes commits with one commit timestamp, or nothing
+   * does. It fails with the command's own errors, a 422 for references the policy refuses, `LeaseLost` when
+   * this process may no longer write, or `StoreError`.
+   */
+  readonly transaction: <A, E, R>(
+    scope: WriteScope,
+    command: (env: CommandEnv) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<Result<A>, Exclude<E, SqlError> | FhirError | StoreError | LeaseLost, R>
+  /**
+   * Validates `resource` as `type/id` ahead of its transaction, for the command that writes it (`prevalidated`
+   * of the CommandEnv). A create whose answer is then certain whatever the database holds (413 for a Bundle
+   * over `server.max_bundle_entries`, 422 for a resource with errors) fails here, without waiting for the
+   * Writer; an update's checks against the current version come first, so its command answers. Undefined
+   * when the command's own first checks refuse the resource (unknown type, a body of another type).
+   */
+  readonly prevalidate: (
+    scope: WriteScope,
+    write: { readonly interaction: "create" | "update"; readonly type: string; readonly id: string; readonly resource: Record<string, unknown> }
+  ) => Effect.Effect<Prevalidated | undefined, FhirError>
+}>() {}
+
+export const make = Effect.gen(function*() {
+  const { writer: sql } = yield* Database
+  const writer = yield* Writer
+  const settings = yield* StoreSettings
+
+  const transaction = <A, E, R>(scope: WriteScope, command: (env: CommandEnv) => Effect.Effect<A, E, R>) =>
+    writer.commit((commit: CommitContext) =>
+      Effect.gen(function*() {
+        const references = referenceCheck(settings.referencePolicy, scope.base, scope.catalog)
+        const now = yield* Clock.currentTimeMillis
+        const env = {
+          sql,
+          catalog: scope.catalog,
+          updateAsCreate: settings.updateAsCreate,
+          commit,
+          base: scope.base,
+          references,
+          validation: validationOptions(settings, now),
+          ...(scope.maxPageBytes === undefined ? {} : { maxPageBytes: scope.maxPageBytes }),
+          limits: { maxIndexRows: settings.maxIndexRows, maxBundleEntries: scope.maxBundleEntries, maxPatchOperations: settings.maxPatchOperations }
+        }
+        const value = yield* runCommand(env, command)
+        const issues = yield* references.verify(sql)
+        if (issues.length > 0) return yield* invalidReferences(issues)
+        return value
+      })
+    ).pipe(
+      Effect.catchIf((error): error is SqlError => isSqlError(error), (error) => Effect.fail(storeError(error)))
+    ) as Effect.Effect<Result<A>, Exclude<E, SqlError> | FhirError | StoreError | LeaseLost, R>
+
+  const prevalidate = (
+    scope: WriteScope,
+    { id, interaction, resource, type }: { readonly interaction: "create" | "update"; readonly type: string; readonly id: string; readonly resource: Record<string, unknown> }
+  ): Effect.Effect<Prevalidated | undefined, FhirError> =>
+    Effect.suspend(() => {
+      if (knownType(scope.catalog, type) !== undefined || bodyMatches(resource, type) !== undefined) return Effect.succeed(undefined)
+      if (interaction === "create") {
+        const tooLarge = bundleEntries(scope.maxBundleEntries, type, resource)
+        if (tooLarge !== undefined) return Effect.fail(tooLarge)
+      }
+      return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.flatMap(
+          paced(new Pacer(workPerYield), validateForWriteSteps({ ...resource, id }, scope.catalog, validationOptions(settings, now))),
+          (validation) =>
+            interaction === "create" && !isValid(validation.issues)
+              ? invalidResource(`${type}/${id}`, validation.issues)
+              : Effect.succeed<Prevalidated>({ resource, id, validation })
+        ))
     })
-  })
 
-/**
- * Marks `type/id` deleted with a new version that has no content. Undefined when the resource never
- * existed; the current version unchanged when it is deleted already (deleting twice adds nothing).
- */
-export const deleteResource = (
-  sql: SqlClient.SqlClient,
-  input: { readonly type: string; readonly id: string; readonly commitTs: number }
-): Effect.Effect<{ readonly rkey: number; readonly version: number; readonly changed: boolean } | undefined, SqlError> =>
-  Effect.gen(function*() {
-    const rows = yield* sql<{ readonly rkey: number | string; readonly version: number; readonly deleted: number | boolean }>`
-      SELECT rkey, version, deleted FROM resources WHERE type = ${input.type} AND id = ${input.id}`
-    const row = rows[0]
-    if (row === undefined) return undefined
-    if (row.deleted === true || row.deleted === 1) return { rkey: Number(row.rkey), version: row.version, changed: false }
-    const version = row.version + 1
-    yield* sql`
-      UPDATE resources SET version = ${version}, commit_ts = ${input.commitTs},
-        deleted = ${sql.onDialectOrElse({ pg: () => true, orElse: () => 1 })}
-      WHERE rkey = ${row.rkey}`
-    yield* sql`
-      INSERT INTO resource_versions (rkey, version, commit_ts, op, content)
-      VALUES (${row.rkey}, ${version}, ${input.commitTs}, ${"delete"}, ${null})`
-    return { rkey: Number(row.rkey), version, changed: true }
-  })
+  return ResourceStore.of({ transaction, prevalidate })
+})
+
+const isSqlError = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && "_tag" in error && error._tag === "SqlError"
+
+/** The ResourceStore on the process's Writer and writer connection. */
+export const layer = Layer.effect(ResourceStore, make)

@@ -5,7 +5,7 @@ import { Effect } from "effect"
 import { type Cursor, type OrderKey, orderByKeys, pastCursor } from "../search/plan/cursor.ts"
 import { boundedPage, type BoundedColumns, isKept } from "../search/plan/page.ts"
 import { limitOf } from "../search/plan/query.ts"
-import type { Operation } from "./ResourceStore.ts"
+import type { Operation } from "./versions.ts"
 
 export interface VersionRow {
   readonly type: string

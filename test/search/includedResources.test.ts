@@ -10,7 +10,7 @@ import type { SearchParameterDef } from "../../src/catalog/definitions.ts"
 import { Database } from "../../src/db/Database.ts"
 import type { Include } from "../../src/search/parse/SearchRequest.ts"
 import { includedResources, maxIterated, type ResourceKey, TooManyIncluded } from "../../src/search/plan/include.ts"
-import { deleteResource, putVersion } from "../../src/store/ResourceStore.ts"
+import { deleteResource, putVersion } from "../../src/store/versions.ts"
 import { backends } from "../support/backends.ts"
 import { withStore } from "../support/store.ts"
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Ref, TestClock } from "effect"
 import { Database } from "../../src/db/Database.ts"
-import { putVersion } from "../../src/store/ResourceStore.ts"
+import { putVersion } from "../../src/store/versions.ts"
 import { currentOfTypes, readCurrent } from "../../src/store/reads.ts"
 import { type CommitContext, layer as writerLayer, nextCommitTs, Writer } from "../../src/store/Writer.ts"
 import { LeaseLost, WriterLease } from "../../src/store/WriterLease.ts"

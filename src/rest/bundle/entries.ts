@@ -2,7 +2,7 @@
  * Reading a batch or transaction Bundle (https://hl7.org/fhir/R4/http.html#transaction): its type,
  * and each entry's request as an interaction on a resource. Problems name the entry.
  */
-import { fail, type FhirError } from "../FhirError.ts"
+import { fail, type FhirError } from "../../http/FhirError.ts"
 import { forbiddenCharIn, forbiddenCharRule, paramsProblem, urlTextProblem } from "../../validation/fhirText.ts"
 
 export type Method = "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE"

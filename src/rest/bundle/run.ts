@@ -5,8 +5,8 @@ import { fhirPathPatch } from "../patch/fhirPathPatch.ts"
 import { jsonPatch } from "../patch/jsonPatch.ts"
 import { tooManyOperations } from "../patch/operationCount.ts"
 import { readCurrent, readVersion, type VersionRow } from "../../store/reads.ts"
-import { instantOf } from "../../store/ResourceStore.ts"
-import { ifMatchVersion, knownType } from "../checks.ts"
+import { instantOf } from "../../store/versions.ts"
+import { ifMatchVersion, knownType } from "../../store/checks.ts"
 import {
   type CheckedCreate,
   checkCreate,
@@ -18,13 +18,13 @@ import {
   patchCommand,
   updateCommand,
   type Written
-} from "../commands.ts"
-import { type Condition, createUnlessFound, deleteMatch, patchMatch, updateMatch } from "../conditional.ts"
+} from "../../store/commands.ts"
+import { type Condition, createUnlessFound, deleteMatch, patchMatch, updateMatch } from "../../store/conditional.ts"
 import type { Match } from "../../search/plan/query.ts"
 import { searchset } from "../search.ts"
 import { resolveCompartment } from "../compartment.ts"
 import { checkBody } from "../bodyCheck.ts"
-import { fail, FhirError } from "../FhirError.ts"
+import { fail, FhirError } from "../../http/FhirError.ts"
 import type { Entry } from "./entries.ts"
 import { parseJson } from "../../json/Json.ts"
 

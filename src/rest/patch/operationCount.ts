@@ -2,7 +2,7 @@
  * How many operations a patch document asks for, for `server.max_patch_operations`: each one is a
  * path evaluated (and for FHIRPath Patch a FHIRPath expression run) against the whole resource.
  */
-import { fail, type FhirError } from "../FhirError.ts"
+import { fail, type FhirError } from "../../http/FhirError.ts"
 
 /** The entries of a JSON Patch array, or the `operation` parameters of a FHIRPath Patch `Parameters`; 0 for anything else (the patch's own checks refuse it). */
 export const operationCount = (patch: unknown): number => {

@@ -8,17 +8,17 @@ import { Effect, Either } from "effect"
 import { randomUUID } from "node:crypto"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { parseJson } from "../json/Json.ts"
-import { readCurrent } from "../store/reads.ts"
-import { deleteResource, putVersion, putVersions, type StoredVersion } from "../store/ResourceStore.ts"
-import type { CommitContext } from "../store/Writer.ts"
-import { WriteBatch } from "../store/WriteBatch.ts"
+import { readCurrent } from "./reads.ts"
+import { deleteResource, putVersion, putVersions, type StoredVersion } from "./versions.ts"
+import type { CommitContext } from "./Writer.ts"
+import { WriteBatch } from "./WriteBatch.ts"
 import { bodyMatches, knownType, validId } from "./checks.ts"
-import { fail, type FhirError, invalidResource } from "./FhirError.ts"
-import { isValid, type ValidateOptions, validateForWriteSteps } from "../validation/Validator.ts"
+import { fail, type FhirError, invalidResource } from "../http/FhirError.ts"
+import { isValid, type ValidateOptions, validateForWriteSteps, type WriteValidation } from "../validation/Validator.ts"
 import type { ReferenceCheck } from "../validation/referencePolicy.ts"
-import type { PatchProblem } from "./patch/PatchProblem.ts"
+import type { PatchProblem } from "../rest/patch/PatchProblem.ts"
 import { extractIndexPaced } from "../search/extract/extractIndex.ts"
-import { Pacer, paced, workPerYield } from "../store/EventLoop.ts"
+import { Pacer, paced, workPerYield } from "./EventLoop.ts"
 import { removeIndex, writeIndex } from "../search/IndexWriter.ts"
 
 export interface CommandEnv {
@@ -43,6 +43,15 @@ export interface CommandEnv {
   readonly pacer: Pacer
   /** What validation is told besides the catalog (`validation.allowed_extension_domains`, `validation.allow_example_urls`). */
   readonly validation?: ValidateOptions
+  /** A resource validated before the command was queued (ResourceStore.prevalidate): not validated again. */
+  readonly prevalidated?: Prevalidated | undefined
+}
+
+/** The validation of a resource done ahead of its transaction, for the command that writes that same resource. */
+export interface Prevalidated {
+  readonly resource: Record<string, unknown>
+  readonly id: string
+  readonly validation: WriteValidation
 }
 
 export interface WriteLimits {
@@ -85,26 +94,31 @@ export interface Written {
 const check = (error: FhirError | undefined) => (error === undefined ? Effect.void : Effect.fail(error))
 
 /** A Bundle stored as a resource holds at most `server.max_bundle_entries` entries, as one sent to be run does. */
-const bundleEntries = (env: CommandEnv, type: string, resource: Record<string, unknown>): FhirError | undefined => {
+export const bundleEntries = (limit: number, type: string, resource: Record<string, unknown>): FhirError | undefined => {
   if (type !== "Bundle") return undefined
   const entries = resource["entry"]
   const count = Array.isArray(entries) ? entries.length : 0
-  const limit = (env.limits ?? defaultWriteLimits).maxBundleEntries
   return count > limit
     ? fail("too-costly", `the Bundle has ${count} entries; this server stores at most ${limit} (server.max_bundle_entries)`, 413)
     : undefined
 }
 
-/** Validates a resource to be written: 413 for a Bundle over the entry limit, 422 with every issue when it has errors. */
+/** A 422 with every issue of a validation that found errors; otherwise its references are noted for the policy check. */
+const outcome = (env: CommandEnv, type: string, id: string, validation: WriteValidation, counted: boolean) => {
+  if (!isValid(validation.issues)) return invalidResource(`${type}/${id}`, validation.issues)
+  env.references.add(`${type}/${id}`, validation.references)
+  return counted ? Effect.as(env.pacer.step(validationUnits), validation) : Effect.succeed(validation)
+}
+
+/** Validates a resource to be written (or takes the validation done before the command was queued): 413 for a Bundle over the entry limit, 422 with every issue when it has errors. */
 const validated = (env: CommandEnv, type: string, id: string, resource: Record<string, unknown>) =>
   Effect.suspend(() => {
-    const tooLarge = bundleEntries(env, type, resource)
+    const tooLarge = bundleEntries((env.limits ?? defaultWriteLimits).maxBundleEntries, type, resource)
     if (tooLarge) return Effect.fail(tooLarge)
-    return Effect.flatMap(paced(env.pacer, validateForWriteSteps({ ...resource, id }, env.catalog, env.validation)), (validation) => {
-      if (!isValid(validation.issues)) return invalidResource(`${type}/${id}`, validation.issues)
-      env.references.add(`${type}/${id}`, validation.references)
-      return Effect.as(env.pacer.step(validationUnits), validation)
-    })
+    const ahead = env.prevalidated
+    if (ahead !== undefined && ahead.resource === resource && ahead.id === id) return outcome(env, type, id, ahead.validation, false)
+    return Effect.flatMap(paced(env.pacer, validateForWriteSteps({ ...resource, id }, env.catalog, env.validation)), (validation) =>
+      outcome(env, type, id, validation, true))
   })
 
 /** The search index rows of a version; 413 beyond `server.max_index_rows`. */

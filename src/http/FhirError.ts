@@ -1,6 +1,6 @@
 /** A failure of a FHIR interaction, rendered as an OperationOutcome with the status its issue code maps to. */
 import { Schema } from "effect"
-import { type IssueCode, issueCodes } from "../http/OperationOutcome.ts"
+import { type IssueCode, issueCodes } from "./OperationOutcome.ts"
 
 export class FhirError extends Schema.TaggedError<FhirError>()("FhirError", {
   code: Schema.Literal(...issueCodes),

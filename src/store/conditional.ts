@@ -13,7 +13,7 @@ import { parseSearch } from "../search/parse/parseSearch.ts"
 import { resultCodes } from "../search/parse/result.ts"
 import type { SearchRequest } from "../search/parse/SearchRequest.ts"
 import { findMatches, type Match } from "../search/plan/query.ts"
-import { readCurrent, type VersionRow } from "../store/reads.ts"
+import { readCurrent, type VersionRow } from "./reads.ts"
 import { urlTextProblem } from "../validation/fhirText.ts"
 import { bodyMatches } from "./checks.ts"
 import {
@@ -27,7 +27,7 @@ import {
   updateCommand,
   type Written
 } from "./commands.ts"
-import { fail, FhirError } from "./FhirError.ts"
+import { fail, FhirError } from "../http/FhirError.ts"
 import { carryLexical } from "../json/lexical.ts"
 
 /** A condition: the search that names the resource of a conditional interaction. */

@@ -1,6 +1,6 @@
 /** Structural checks of a write (until full validation): type, resourceType, ids. */
 import type { Catalog } from "../catalog/Catalog.ts"
-import { fail, type FhirError } from "./FhirError.ts"
+import { fail, type FhirError } from "../http/FhirError.ts"
 
 export const idPattern = /^[A-Za-z0-9\-.]{1,64}$/
 

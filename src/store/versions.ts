@@ -1,0 +1,146 @@
+/**
+ * Resource versions in the database (ARCHITECTURE.md, Storage): `resources` points at each
+ * resource's current version, `resource_versions` keeps every version as the JSON text served.
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect } from "effect"
+import { stringifyJson } from "../json/Json.ts"
+import { carryLexical } from "../json/lexical.ts"
+import { rowsPerStatement, type WriteBatch } from "./WriteBatch.ts"
+
+/** How a version came to be: what history shows as its `request.method` (POST, PUT, PATCH, DELETE). */
+export type Operation = "create" | "update" | "patch" | "delete"
+
+export interface StoredVersion {
+  readonly rkey: number
+  readonly version: number
+  /** The resource as stored, with the server's id and meta. */
+  readonly resource: Record<string, unknown>
+  /** Its JSON text, as served (decimals as written: docs/formats.md). */
+  readonly content: string
+}
+
+/** FHIR `instant` of a commit timestamp (microseconds), to the millisecond. */
+export const instantOf = (commitTs: number): string => new Date(Math.floor(commitTs / 1000)).toISOString()
+
+/** The resource as stored: `id` and `meta.versionId` / `meta.lastUpdated` are the server's. */
+export const withServerMeta = (
+  resource: Record<string, unknown>,
+  id: string,
+  version: number,
+  commitTs: number
+): Record<string, unknown> => {
+  const { id: _ignored, meta, resourceType, ...rest } = resource
+  const given = typeof meta === "object" && meta !== null && !Array.isArray(meta) ? meta : {}
+  return carryLexical(resource, {
+    resourceType,
+    id,
+    ...rest,
+    meta: { ...given, versionId: String(version), lastUpdated: instantOf(commitTs) }
+  })
+}
+
+/**
+ * Writes a new version of `type/id` (creating the resource when it is new). Runs inside the
+ * Writer's transaction, which gives `commitTs`. With a `batch`, the version row joins it. `patched`
+ * records the version as a patch of the last rather than an update.
+ */
+export const putVersion = (
+  sql: SqlClient.SqlClient,
+  input: {
+    readonly type: string
+    readonly id: string
+    readonly resource: Record<string, unknown>
+    readonly commitTs: number
+    readonly patched?: boolean
+  },
+  batch?: WriteBatch
+): Effect.Effect<StoredVersion, SqlError> =>
+  Effect.gen(function*() {
+    const rows = yield* sql<{ readonly rkey: number | string; readonly version: number}>`
+      INSERT INTO resources (type, id, version, commit_ts, deleted)
+      VALUES (${input.type}, ${input.id}, 1, ${input.commitTs}, ${sql.onDialectOrElse({ pg: () => false, orElse: () => 0 })})
+      ON CONFLICT (type, id) DO UPDATE SET
+        version = resources.version + 1,
+        commit_ts = excluded.commit_ts,
+        deleted = excluded.deleted
+      RETURNING rkey, version`
+    const row = rows[0]!
+    const resource = withServerMeta(input.resource, input.id, row.version, input.commitTs)
+    const content = stringifyJson(resource)
+    const op: Operation = row.version === 1 ? "create" : input.patched === true ? "patch" : "update"
+    if (batch === undefined) {
+      yield* sql`
+        INSERT INTO resource_versions (rkey, version, commit_ts, op, content)
+        VALUES (${row.rkey}, ${row.version}, ${input.commitTs}, ${op}, ${content})`
+    } else {
+      batch.add("resource_versions", { rkey: row.rkey, version: row.version, commit_ts: input.commitTs, op, content })
+    }
+    return { rkey: Number(row.rkey), version: row.version, resource, content }
+  })
+
+export interface NewVersion {
+  readonly type: string
+  readonly id: string
+  readonly resource: Record<string, unknown>
+}
+
+/**
+ * `putVersion` for many resources of one transaction (distinct `type/id`s), with one multi-row upsert of
+ * `resources` per parameter limit; their version rows join `batch`. In the order given.
+ */
+export const putVersions = (
+  sql: SqlClient.SqlClient,
+  inputs: ReadonlyArray<NewVersion>,
+  commitTs: number,
+  batch: WriteBatch
+): Effect.Effect<ReadonlyArray<StoredVersion>, SqlError> =>
+  Effect.gen(function*() {
+    const deleted = sql.onDialectOrElse({ pg: () => false, orElse: () => 0 })
+    const size = rowsPerStatement(sql, 5)
+    const keys = new Map<string, { readonly rkey: number; readonly version: number }>()
+    for (let start = 0; start < inputs.length; start += size) {
+      const rows = inputs.slice(start, start + size).map((input) => ({ type: input.type, id: input.id, version: 1, commit_ts: commitTs, deleted }))
+      const returned = yield* sql<{ readonly rkey: number | string; readonly type: string; readonly id: string; readonly version: number }>`
+        INSERT INTO resources ${sql.insert(rows)}
+        ON CONFLICT (type, id) DO UPDATE SET
+          version = resources.version + 1,
+          commit_ts = excluded.commit_ts,
+          deleted = excluded.deleted
+        RETURNING rkey, type, id, version`
+      for (const row of returned) keys.set(`${row.type}/${row.id}`, { rkey: Number(row.rkey), version: Number(row.version) })
+    }
+    return inputs.map((input) => {
+      const row = keys.get(`${input.type}/${input.id}`)!
+      const resource = withServerMeta(input.resource, input.id, row.version, commitTs)
+      const content = stringifyJson(resource)
+      batch.add("resource_versions", { rkey: row.rkey, version: row.version, commit_ts: commitTs, op: row.version === 1 ? "create" : "update", content })
+      return { rkey: row.rkey, version: row.version, resource, content }
+    })
+  })
+
+/**
+ * Marks `type/id` deleted with a new version that has no content. Undefined when the resource never
+ * existed; the current version unchanged when it is deleted already (deleting twice adds nothing).
+ */
+export const deleteResource = (
+  sql: SqlClient.SqlClient,
+  input: { readonly type: string; readonly id: string; readonly commitTs: number }
+): Effect.Effect<{ readonly rkey: number; readonly version: number; readonly changed: boolean } | undefined, SqlError> =>
+  Effect.gen(function*() {
+    const rows = yield* sql<{ readonly rkey: number | string; readonly version: number; readonly deleted: number | boolean }>`
+      SELECT rkey, version, deleted FROM resources WHERE type = ${input.type} AND id = ${input.id}`
+    const row = rows[0]
+    if (row === undefined) return undefined
+    if (row.deleted === true || row.deleted === 1) return { rkey: Number(row.rkey), version: row.version, changed: false }
+    const version = row.version + 1
+    yield* sql`
+      UPDATE resources SET version = ${version}, commit_ts = ${input.commitTs},
+        deleted = ${sql.onDialectOrElse({ pg: () => true, orElse: () => 1 })}
+      WHERE rkey = ${row.rkey}`
+    yield* sql`
+      INSERT INTO resource_versions (rkey, version, commit_ts, op, content)
+      VALUES (${row.rkey}, ${version}, ${input.commitTs}, ${"delete"}, ${null})`
+    return { rkey: Number(row.rkey), version, changed: true }
+  })
