@@ -4,7 +4,7 @@
  */
 import { NodeFileSystem } from "@effect/platform-node"
 import { Console, Effect } from "effect"
-import { databaseOptions } from "../app/Start.ts"
+import { databaseOptions } from "../app/AppLayer.ts"
 import { loadAppConfig } from "../config/load.ts"
 import { formatStatus, status, statusExitCode } from "../db/MigrationStatus.ts"
 import { ExitWith } from "./errors.ts"

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { request as httpRequest } from "node:http"
 import { fileURLToPath } from "node:url"
+import type { AppInput } from "../../src/app/AppLayer.ts"
 import { start } from "../../src/app/Start.ts"
 import type { FlagSettings } from "../../src/config/AppConfig.ts"
 import { loadAppConfig } from "../../src/config/load.ts"
@@ -37,18 +38,29 @@ export interface TestServer {
 }
 
 /** Starts a server on a fresh database of `kind`; it stops when the scope closes. */
-export const startServer = (kind: BackendKind, settings: FlagSettings = {}): Effect.Effect<TestServer, unknown, Scope.Scope> =>
+export const startServer = <O extends AppInput = never>(
+  kind: BackendKind,
+  settings: FlagSettings = {},
+  inputs?: Layer.Layer<O>
+): Effect.Effect<TestServer, unknown, Scope.Scope> =>
   Effect.gen(function*() {
     // With the real R4 packages, a copy of the database globalSetup installed them in (r4Template.ts).
     const template = yield* Effect.promise(() => templateFor(kind, settings.conformance?.package_cache))
-    return yield* startServerOn(yield* freshDatabase(kind, 2, template), settings)
+    return yield* startServerOn(yield* freshDatabase(kind, 2, template), settings, inputs)
   })
 
 /** The extension domains the test servers allow unless a test sets its own. */
 export const testExtensionDomains: ReadonlyArray<string> = ["http://example.org/", "https://example.org/", "http://example.com/", "https://example.com/"]
 
-/** Starts a server on the database `database` (not dropped when the scope closes); it stops when the scope closes. */
-export const startServerOn = (database: DatabaseOptions, settings: FlagSettings = {}): Effect.Effect<TestServer, unknown, Scope.Scope> =>
+/**
+ * Starts a server on the database `database` (not dropped when the scope closes); it stops when the scope closes.
+ * `inputs` take the place of the start-up graph's own (src/app/AppLayer.ts): a writer lease, a settings section.
+ */
+export const startServerOn = <O extends AppInput = never>(
+  database: DatabaseOptions,
+  settings: FlagSettings = {},
+  inputs?: Layer.Layer<O>
+): Effect.Effect<TestServer, unknown, Scope.Scope> =>
   Effect.gen(function*() {
     const kind = database.kind
     const loaded = yield* loadAppConfig({
@@ -74,7 +86,7 @@ export const startServerOn = (database: DatabaseOptions, settings: FlagSettings 
     const lines: Array<string> = []
     const runtime = Layer.mergeAll(Log.layer("warning"), readinessLayer, servingAppLayer).pipe(Layer.provideMerge(Log.memorySink(lines)))
     const context = yield* Layer.build(runtime)
-    const { address, searchIndexed, changeFeed } = yield* start(loaded.config).pipe(Effect.provide(context))
+    const { address, searchIndexed, changeFeed } = yield* start(loaded.config, inputs).pipe(Effect.provide(context))
     const port = address._tag === "TcpAddress" ? address.port : 0
     const url = `http://127.0.0.1:${port}`
     return { url, base: `${url}/fhir`, lines, searchIndexed, changeFeed }

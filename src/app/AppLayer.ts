@@ -1,0 +1,135 @@
+/**
+ * Start-up as one layer graph (ARCHITECTURE.md, "Shape"): the services a process serves with, each built
+ * from the ones below it, in the order `/readyz` reports (spec: Readiness of a process): the database is
+ * opened and locked, migrated (by the process that writes; another checks it is), the Writer and the
+ * ResourceStore are made, the packages installed and the catalog built, the search index brought up to
+ * date, then the planner statistics and the catalog reload follow the change feed.
+ *
+ * The graph reads the configuration only through its sections, each a Tag of the module that reads it
+ * (`configLayer` makes them from an AppConfig); the writer lease is an input too. A test gives its own
+ * section or lease in their place.
+ */
+import { Context, Data, Effect, Layer } from "effect"
+import type { AppConfig } from "../config/AppConfig.ts"
+import { Database, layer as databaseLayer } from "../db/Database.ts"
+import { checkMigrated, migrate, migratesAtStart } from "../db/Migrations.ts"
+import * as ProcessLock from "../db/ProcessLock.ts"
+import { CatalogService, layer as catalogLayer } from "../catalog/CatalogService.ts"
+import { Readiness, Reasons } from "../http/Readiness.ts"
+import { layer as fetcherLayer, optionsFromConfig, type PackageFetcher } from "../packages/Fetcher.ts"
+import { RestSettings } from "../rest/Rest.ts"
+import { layer as backfillLayer } from "../search/Backfill.ts"
+import { layer as catalogReloadLayer } from "../search/CatalogReload.ts"
+import { layer as statisticsLayer } from "../search/Statistics.ts"
+import { layer as resourceStoreLayer, StoreSettings } from "../store/ResourceStore.ts"
+import { layer as writerLayer } from "../store/Writer.ts"
+import { alwaysHeld, type WriterLease } from "../store/WriterLease.ts"
+import { indexForSearch, prepareConformance } from "./Conformance.ts"
+
+/** `database.*` and `cluster.db_pool`: what the database is and how it is opened. */
+export class DatabaseSettings extends Context.Tag("svc/app/DatabaseSettings")<DatabaseSettings, {
+  readonly kind: "sqlite" | "memory" | "postgres"
+  readonly sqlitePath: string
+  readonly postgresUrl?: string | undefined
+  readonly pool: number
+  readonly statementTimeoutMs: number
+}>() {}
+
+/** `fhir.version` and `conformance.packages`: what the catalog is built from. */
+export class ConformanceSettings extends Context.Tag("svc/app/ConformanceSettings")<ConformanceSettings, {
+  readonly fhirVersion: string
+  readonly packages: ReadonlyArray<string>
+}>() {}
+
+export const databaseOptions = (config: AppConfig): DatabaseSettings["Type"] => ({
+  kind: config.database.kind,
+  sqlitePath: config.database.sqlite_path,
+  postgresUrl: config.database.postgres_url,
+  pool: config.cluster.db_pool,
+  statementTimeoutMs: config.database.statement_timeout_ms
+})
+
+/** The sections of `config` the graph reads, and the package fetcher its `conformance.*` settings make. */
+export const configLayer = (config: AppConfig): Layer.Layer<DatabaseSettings | ConformanceSettings | StoreSettings | RestSettings | PackageFetcher> =>
+  Layer.mergeAll(
+    Layer.succeed(DatabaseSettings, databaseOptions(config)),
+    Layer.succeed(ConformanceSettings, { fhirVersion: config.fhir.version, packages: config.conformance.packages }),
+    Layer.succeed(StoreSettings, {
+      updateAsCreate: config.conformance.update_as_create,
+      referencePolicy: config.conformance.reference_policy,
+      allowedExtensionDomains: config.validation.allowed_extension_domains,
+      allowExampleUrls: config.validation.allow_example_urls,
+      vitalSigns: config.validation.vital_signs,
+      maxIndexRows: config.server.max_index_rows,
+      maxPatchOperations: config.server.max_patch_operations
+    }),
+    Layer.succeed(RestSettings, { publicUrl: config.server.public_url }),
+    fetcherLayer(optionsFromConfig(config.conformance))
+  )
+
+/** The database, opened and then locked for this process (a second process on it stops here: exit status 3). */
+const database = Layer.unwrapEffect(Effect.gen(function*() {
+  const options = yield* DatabaseSettings
+  const readiness = yield* Readiness
+  yield* readiness.starting(Reasons.openingDatabase)
+  return Layer.provideMerge(Layer.scopedDiscard(ProcessLock.acquire(options)), databaseLayer(options))
+}))
+
+/** Migrations: applied by a process that will write, checked by one that will not (spec: Versioning). */
+const migrated = (role: string) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const { fhirVersion } = yield* ConformanceSettings
+    yield* (yield* Readiness).starting(Reasons.migrating)
+    yield* migratesAtStart(role) ? Effect.asVoid(migrate({ fhirVersion })) : checkMigrated({ fhirVersion })
+  }))
+
+/** The catalog of the installed packages (those configured and missing installed first). */
+const catalog = Layer.unwrapEffect(Effect.map(
+  Effect.flatMap(ConformanceSettings, (settings) => prepareConformance(settings)),
+  (built) => catalogLayer(built)
+))
+
+/** The search index brought up to date with the catalog before serving (spec: Readiness, "search indexes backfilled"). */
+const indexed = Layer.effectDiscard(Effect.flatMap(Effect.flatMap(CatalogService, (service) => service.get), indexForSearch))
+
+/**
+ * The graph of a process that writes its database (the primary): every service the FHIR app and the fast
+ * handlers are served with, built in start-up's order. Inputs: the configuration's sections, the writer lease
+ * and the readiness reporter.
+ */
+const writerGraph = (role: string) => {
+  const opened = Layer.provideMerge(migrated(role), database)
+  const store = Layer.provideMerge(Layer.provideMerge(resourceStoreLayer, writerLayer), opened)
+  const catalogued = Layer.provideMerge(catalog, store)
+  const indexing = Layer.provideMerge(Layer.provideMerge(indexed, backfillLayer()), catalogued)
+  // After the first indexing, so that the statistics' first refresh sees the index it plans searches over.
+  return Layer.provideMerge(Layer.merge(statisticsLayer(), catalogReloadLayer()), indexing)
+}
+
+/** A role whose graph this build does not have. */
+export class RoleUnavailable extends Data.TaggedError("RoleUnavailable")<{ readonly role: string }> {
+  override get message(): string {
+    return `the ${this.role} role is not in this build yet (cluster.role)`
+  }
+}
+
+/**
+ * The services of a process of `role`. Only the primary is in this build (the command line refuses the
+ * standby and replica roles); a process of another role would build a graph without the writer's side.
+ */
+export const AppLayer = (role: string) =>
+  Layer.unwrapEffect(role === "primary" ? Effect.succeed(writerGraph(role)) : Effect.fail(new RoleUnavailable({ role })))
+
+/**
+ * The graph of `config.cluster.role` with the configuration's sections and the lease of a process that alone
+ * writes its database; `overrides` (a test's) takes the place of any of these inputs.
+ */
+export const appLayerOf = <O extends AppInput = never, E = never>(config: AppConfig, overrides?: Layer.Layer<O, E>) => {
+  const inputs = Layer.merge(configLayer(config), alwaysHeld)
+  return AppLayer(config.cluster.role).pipe(Layer.provideMerge(overrides === undefined ? inputs : Layer.merge(inputs, overrides)))
+}
+
+/** What the graph is built from besides the readiness reporter: any of these a test may give its own. */
+export type AppInput = DatabaseSettings | ConformanceSettings | StoreSettings | RestSettings | PackageFetcher | WriterLease
+
+export type { Database }
