@@ -3,7 +3,8 @@
  * from the ones below it, in the order `/readyz` reports (spec: Readiness of a process): the database is
  * opened and locked, migrated (by the process that writes; another checks it is), the Writer and the
  * ResourceStore are made, the packages installed and the catalog built, the search index brought up to
- * date, then the planner statistics and the catalog reload follow the change feed.
+ * date, then the planner statistics and the catalog reload follow the change feed; the `$operations` are served
+ * with these services.
  *
  * The graph reads the configuration only through its sections, each a Tag of the module that reads it
  * (`configLayer` makes them from an AppConfig); the writer lease is an input too. A test gives its own
@@ -17,13 +18,14 @@ import * as ProcessLock from "../db/ProcessLock.ts"
 import { CatalogService, layer as catalogLayer } from "../catalog/CatalogService.ts"
 import { Readiness, Reasons } from "../http/Readiness.ts"
 import { layer as fetcherLayer, optionsFromConfig, type PackageFetcher } from "../packages/Fetcher.ts"
+import { layer as operationsLayer } from "../operations/registry.ts"
 import { RestSettings } from "../rest/Rest.ts"
 import { layer as backfillLayer } from "../search/Backfill.ts"
 import { layer as catalogReloadLayer } from "../search/CatalogReload.ts"
 import { layer as statisticsLayer } from "../search/Statistics.ts"
 import { layer as resourceStoreLayer, StoreSettings } from "../store/ResourceStore.ts"
-import { layer as writerLayer } from "../store/Writer.ts"
-import { alwaysHeld, type WriterLease } from "../store/WriterLease.ts"
+import { layer as writerLayer } from "../db/Writer.ts"
+import { alwaysHeld, type WriterLease } from "../db/WriterLease.ts"
 import { indexForSearch, prepareConformance } from "./Conformance.ts"
 
 /** `database.*` and `cluster.db_pool`: what the database is and how it is opened. */
@@ -103,7 +105,8 @@ const writerGraph = (role: string) => {
   const catalogued = Layer.provideMerge(catalog, store)
   const indexing = Layer.provideMerge(Layer.provideMerge(indexed, backfillLayer()), catalogued)
   // After the first indexing, so that the statistics' first refresh sees the index it plans searches over.
-  return Layer.provideMerge(Layer.merge(statisticsLayer(), catalogReloadLayer()), indexing)
+  const following = Layer.provideMerge(Layer.merge(statisticsLayer(), catalogReloadLayer()), indexing)
+  return Layer.provideMerge(operationsLayer, following)
 }
 
 /** A role whose graph this build does not have. */

@@ -4,11 +4,12 @@
  * resource type. An operation of the interface that a later version serves (spec: Operations) is a 501
  * naming it; any other `$name` is not an operation this server knows (404).
  */
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { OperationLevel } from "../catalog/definitions.ts"
 import { fail } from "../http/FhirError.ts"
 import type { FhirRequest } from "../rest/FhirRequest.ts"
+import { type OperationAt, Operations } from "../rest/Operations.ts"
 import { everythingModule } from "./everything.ts"
 import type { OperationCall } from "./Operation.ts"
 import { validateModule } from "./validate.ts"
@@ -49,7 +50,7 @@ export const invoke = (
   catalog: Catalog,
   method: string,
   path: string,
-  at: { readonly name: string; readonly level: OperationLevel; readonly type?: string | undefined; readonly id?: string | undefined }
+  at: OperationAt
 ) => {
   if (at.type !== undefined && !catalog.isResourceType(at.type)) return Effect.fail(fail("not-found", `${at.type} is not a resource type this server knows`))
   const call: OperationCall = { request, type: at.type, id: at.id }
@@ -68,3 +69,12 @@ export const invoke = (
     ? Effect.fail(fail("not-supported", `the operation $${at.name} (${path}) is not available in this build yet`, 501))
     : Effect.fail(fail("not-found", `$${at.name} is not an operation this server knows (${path})`))
 }
+
+/** The Operations service of the FHIR app: every module above, run with the services the layer was built with. */
+export const layer = Layer.effect(Operations, Effect.gen(function*() {
+  const context = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof invoke>>>()
+  return Operations.of({
+    invoke: (request, method, path, at) => Effect.provide(invoke(request, request.catalog, method, path, at), context),
+    on: operationsOn
+  })
+}))

@@ -3,13 +3,13 @@
  * transaction), its resources becoming ordinary resources of the server, recorded in `svc_packages`
  * with name, version, source and checksum.
  */
-import type { LeaseLost } from "../store/WriterLease.ts"
+import type { LeaseLost } from "../db/WriterLease.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect } from "effect"
 import { entryOf, hasEntries, type StoredEntry, writeEntries } from "../catalog/stored.ts"
 import { Database } from "../db/Database.ts"
 import { instantOf, putVersion } from "../store/versions.ts"
-import { Writer } from "../store/Writer.ts"
+import { Writer } from "../db/Writer.ts"
 
 /** What the installer needs of a fetched package. */
 export interface InstallablePackage {

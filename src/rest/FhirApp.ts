@@ -10,9 +10,9 @@ import { databaseLimit } from "../db/errors.ts"
 import { Admission } from "../http/FrontDoor.ts"
 import { callerKey } from "../http/Principal.ts"
 import { fhirRoute, type Route } from "../http/Route.ts"
-import { systemOrigin } from "../store/ChangeFeed.ts"
+import { systemOrigin } from "../db/ChangeFeed.ts"
 import { instantOf } from "../store/versions.ts"
-import { withOrigin, type Writer } from "../store/Writer.ts"
+import { withOrigin, type Writer } from "../db/Writer.ts"
 import { capabilityStatement } from "./capabilities.ts"
 import { compartmentSearch } from "./compartment.ts"
 import { fail, FhirError } from "../http/FhirError.ts"
@@ -27,11 +27,11 @@ import { search } from "./search.ts"
 import { processBundle } from "./bundle/Bundles.ts"
 import { basePath, baseUrl, RestSettings } from "./Rest.ts"
 import { type ResourceStore, type StoreError, StoreSettings } from "../store/ResourceStore.ts"
-import type { LeaseLost } from "../store/WriterLease.ts"
+import type { LeaseLost } from "../db/WriterLease.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Database } from "../db/Database.ts"
 import { bodyText as renderBody, errorResponse } from "./respond.ts"
-import { invoke } from "../operations/registry.ts"
+import { Operations } from "./Operations.ts"
 import { forbiddenCharIn, forbiddenCharRule, paramsProblem, urlTextProblem } from "../validation/fhirText.ts"
 import { create, remove, removeWhere, update, updateWhere } from "./write.ts"
 
@@ -74,13 +74,14 @@ const dispatch = (
   route: Route,
   segments: ReadonlyArray<string>,
   capabilities: (request: FhirRequest) => Effect.Effect<string>
-): Effect.Effect<HttpServerResponse.HttpServerResponse, FhirError | SqlError | StoreError | LeaseLost, Database | Writer | ResourceStore | StoreSettings> => {
+): Effect.Effect<HttpServerResponse.HttpServerResponse, FhirError | SqlError | StoreError | LeaseLost, Database | Writer | ResourceStore | StoreSettings | Operations> => {
   const method = request.http.method === "HEAD" ? "GET" : request.http.method
   const path = `${basePath}/${segments.join("/")}`
   const catalog = request.catalog
   if (route.interaction === "unknown") return refusal(catalog, method, segments, path)
   if (route.interaction === "operation") {
-    return invoke(request, catalog, method, path, { name: route.operation!, level: route.level, type: route.type, id: route.id })
+    return Effect.flatMap(Operations, (operations) =>
+      operations.invoke(request, method, path, { name: route.operation!, level: route.level, type: route.type, id: route.id }))
   }
   if (segments.some((segment) => segment.startsWith("$"))) return Effect.fail(fail("not-found", `no route for ${path}`))
   const type = route.type
@@ -152,6 +153,7 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
     const cached = yield* Ref.make<{ readonly generation: number; readonly json: Record<string, unknown>; readonly bodies: Map<string, string> } | undefined>(undefined)
     const settings = yield* RestSettings
     const storeSettings = yield* StoreSettings
+    const operations = yield* Operations
 
     const capabilities = (request: FhirRequest) =>
       Effect.gen(function*() {
@@ -162,6 +164,7 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
           const json = capabilityStatement(catalog, {
             base: settings.publicUrl === undefined ? undefined : baseUrl(settings.publicUrl, undefined),
             updateAsCreate: storeSettings.updateAsCreate,
+            operationsOn: operations.on,
             date: instantOf(now * 1000)
           })
           hit = { generation: catalog.generation, json, bodies: new Map() }
@@ -223,7 +226,7 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
             )
         }
       }
-      // What this request commits is published as made for its caller (src/store/ChangeFeed.ts).
+      // What this request commits is published as made for its caller (src/db/ChangeFeed.ts).
       const origin = Option.isNone(admission)
         ? systemOrigin
         : { actor: callerKey(admission.value.principal), requestId: admission.value.requestId }

@@ -5,7 +5,6 @@
 import type { Catalog } from "../catalog/Catalog.ts"
 import { buildVersion } from "../version.ts"
 import { searchableCompartment } from "../search/plan/compartment.ts"
-import { operationsOn } from "../operations/registry.ts"
 import { referencedTypes, searchParamsOf, systemSearchParams } from "./capabilityParams.ts"
 import { maxCount, maxOffset } from "../search/parse/result.ts"
 import { maxParameters, maxSearchAlternatives } from "../search/parse/problems.ts"
@@ -38,10 +37,13 @@ const includesOf = (catalog: Catalog, type: string) => {
   return { searchInclude: own.length > 0 ? ["*", ...own] : [], searchRevInclude: reverse }
 }
 
+/** The operations served on a type (the Operations service's `on`). */
+type OperationsOn = (type: string) => ReadonlyArray<{ readonly name: string; readonly definition: string }>
+
 const interactions = ["read", "vread", "update", "patch", "delete", "history-instance", "history-type", "create", "search-type"]
 
 /** The operations invocable on `type` (operations/registry.ts); `$everything` where its compartment exists. */
-const operationsOf = (catalog: Catalog, type: string) =>
+const operationsOf = (catalog: Catalog, type: string, operationsOn: OperationsOn) =>
   operationsOn(type).filter((operation) => operation.name !== "everything" || catalog.compartment(type) !== undefined)
 
 const compartmentsOf = (catalog: Catalog) => {
@@ -55,7 +57,7 @@ const narrative = {
 }
 
 /** The CapabilityStatement of this server for `catalog`, as JSON. */
-export const capabilityStatement = (catalog: Catalog, options: { readonly base: string | undefined; readonly updateAsCreate: boolean; readonly date: string }) => {
+export const capabilityStatement = (catalog: Catalog, options: { readonly base: string | undefined; readonly updateAsCreate: boolean; readonly date: string; readonly operationsOn: OperationsOn }) => {
   const hasTargets = referencedTypes(catalog)
   return {
     resourceType: "CapabilityStatement",
@@ -91,7 +93,7 @@ export const capabilityStatement = (catalog: Catalog, options: { readonly base: 
           ...(searchInclude.length > 0 ? { searchInclude } : {}),
           ...(searchRevInclude.length > 0 ? { searchRevInclude } : {}),
           searchParam: searchParamsOf(catalog, type, referenced),
-          operation: operationsOf(catalog, type)
+          operation: operationsOf(catalog, type, options.operationsOn)
         }
       }),
       interaction: [{ code: "transaction" }, { code: "batch" }, { code: "search-system" }, { code: "history-system" }],

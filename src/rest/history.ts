@@ -1,7 +1,7 @@
 /** history at instance, type and system level (https://hl7.org/fhir/R4/http.html#history). */
 import { Clock, Effect } from "effect"
 import { Database } from "../db/Database.ts"
-import { Writer } from "../store/Writer.ts"
+import { Writer } from "../db/Writer.ts"
 import { decodeCursor } from "../search/plan/cursor.ts"
 import { countExpected, defaultCount, offsetExpected, readCount, readOffset } from "../search/parse/result.ts"
 import { history as historyRows, type HistoryRow, historyTotal, type VersionRow } from "../store/reads.ts"

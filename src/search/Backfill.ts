@@ -7,11 +7,11 @@
  * resource written meanwhile is indexed by its write with the new catalog; indexing it again is harmless.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import type { LeaseLost } from "../store/WriterLease.ts"
+import type { LeaseLost } from "../db/WriterLease.ts"
 import { Cause, Context, Effect, FiberHandle, Layer, Ref, Schedule, Stream, SubscriptionRef } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { Database } from "../db/Database.ts"
-import { Writer } from "../store/Writer.ts"
+import { Writer } from "../db/Writer.ts"
 import { type Progress, type Report, runJob } from "./backfill/runJob.ts"
 
 export type { Progress, Report }

@@ -11,8 +11,7 @@ import { Chunk, Clock, Context, Duration, Effect, Layer, Option, Queue, Stream, 
 import { CatalogService } from "../catalog/CatalogService.ts"
 import { storedEntries } from "../catalog/stored.ts"
 import { Database } from "../db/Database.ts"
-import { readCurrent } from "../store/reads.ts"
-import { type Change, ChangeFeed } from "../store/ChangeFeed.ts"
+import { type Change, ChangeFeed } from "../db/ChangeFeed.ts"
 import { Backfill } from "./Backfill.ts"
 
 /** The resource types whose changes rebuild the catalog at once. */
@@ -57,10 +56,9 @@ export const make = (timing: ReloadTiming = defaultTiming) => Effect.gen(functio
    */
   const changesCatalog = (change: Change) =>
     Effect.gen(function*() {
-      if (change.op === "delete") return true
-      const current = yield* db.withReader((sql) => readCurrent(sql, change.type, change.id))
-      if (current === undefined || current.content === null) return true
-      const resource = JSON.parse(current.content) as Record<string, unknown>
+      // The version as the change carries it (stored JSON); a later change of the same resource comes after it.
+      if (change.op === "delete" || change.resource === null) return true
+      const resource = JSON.parse(change.resource) as Record<string, unknown>
       const url = resource["url"]
       const version = resource["version"]
       if (typeof url !== "string") return true

@@ -5,7 +5,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
-import { insertMany, type WriteBatch } from "../store/WriteBatch.ts"
+import { insertMany, type WriteBatch } from "../db/WriteBatch.ts"
 import type { IndexRow } from "./extract/IndexRow.ts"
 import { words } from "./extract/values.ts"
 import { fullText, keyOf } from "./indexKey.ts"

@@ -12,8 +12,8 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, Layer, Option, Queue, Ref, Stream, SubscriptionRef } from "effect"
 import { Database } from "../db/Database.ts"
-import { ChangeFeed } from "../store/ChangeFeed.ts"
-import { Writer } from "../store/Writer.ts"
+import { ChangeFeed } from "../db/ChangeFeed.ts"
+import { Writer } from "../db/Writer.ts"
 import { Backfill } from "./Backfill.ts"
 
 export interface StatisticsOptions {

@@ -22,9 +22,9 @@ import { referenceCheck, type ReferencePolicy } from "../validation/referencePol
 import { isValid, type ValidateOptions, validateForWriteSteps } from "../validation/Validator.ts"
 import { bodyMatches, knownType } from "./checks.ts"
 import { bundleEntries, type CommandEnv, type Prevalidated, runCommand } from "./commands.ts"
-import { Pacer, paced, workPerYield } from "./EventLoop.ts"
-import { type CommitContext, type Result, Writer } from "./Writer.ts"
-import type { LeaseLost } from "./WriterLease.ts"
+import { Pacer, paced, workPerYield } from "../db/EventLoop.ts"
+import { type CommitContext, type Result, Writer } from "../db/Writer.ts"
+import type { LeaseLost } from "../db/WriterLease.ts"
 
 /** The settings the write model follows. */
 export interface WriteSettings {

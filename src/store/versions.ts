@@ -7,10 +7,10 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import { stringifyJson } from "../json/Json.ts"
 import { carryLexical } from "../json/lexical.ts"
-import { rowsPerStatement, type WriteBatch } from "./WriteBatch.ts"
+import type { Operation } from "../db/ChangeFeed.ts"
+import { rowsPerStatement, type WriteBatch } from "../db/WriteBatch.ts"
 
-/** How a version came to be: what history shows as its `request.method` (POST, PUT, PATCH, DELETE). */
-export type Operation = "create" | "update" | "patch" | "delete"
+export type { Operation } from "../db/ChangeFeed.ts"
 
 export interface StoredVersion {
   readonly rkey: number

@@ -20,7 +20,7 @@
 import fhirpath from "fhirpath"
 import r4 from "fhirpath/fhir-context/r4"
 import { isObject, type Json } from "../catalog/json.ts"
-import { toCanonical } from "../search/extract/ucum.ts"
+import { toCanonical } from "../terminology/ucum.ts"
 import { expressionTooLarge } from "../fhirpath/expressionSize.ts"
 import type { Severity } from "./Issue.ts"
 import { javaRegex } from "../fhirpath/regex.ts"

@@ -4,7 +4,7 @@
  * an element's invariants when it is first present. Nothing is compiled per request.
  */
 import type { Catalog } from "../catalog/Catalog.ts"
-import { ancestorsOf } from "../search/extract/plan.ts"
+import { ancestorsOf } from "../catalog/ancestors.ts"
 import { expandForBinding, type Membership } from "./codes.ts"
 import { type Children, compileStructure, type CompiledStructure, type ElementNode } from "./compile.ts"
 import { compileInvariant, type Invariant } from "./invariants.ts"

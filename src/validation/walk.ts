@@ -165,7 +165,7 @@ export class Walk {
   /**
    * `run` in steps: the walk in one, then the invariants a few at a time, each step yielding the work it
    * did (units of about 2 µs: a resource's invariants can take longer than its walk), so that a caller may
-   * let other work in between (src/store/EventLoop.ts).
+   * let other work in between (src/db/EventLoop.ts).
    */
   *steps(resource: unknown, path: string, profiles: ReadonlyArray<string>): Generator<number, void, undefined> {
     this.root = path !== "" ? path : isObject(resource) && typeof resource["resourceType"] === "string" ? resource["resourceType"] : ""

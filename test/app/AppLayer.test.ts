@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Layer } from "effect"
-import { LeaseLost, WriterLease } from "../../src/store/WriterLease.ts"
+import { LeaseLost, WriterLease } from "../../src/db/WriterLease.ts"
 import { backends } from "../support/backends.ts"
 import { call, startServer } from "../support/server.ts"
 

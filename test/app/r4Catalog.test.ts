@@ -9,7 +9,7 @@ import { layer as databaseLayer } from "../../src/db/Database.ts"
 import { migrate } from "../../src/db/Migrations.ts"
 import { layer as fetcherLayer } from "../../src/packages/Fetcher.ts"
 import { installedPackages } from "../../src/packages/Installer.ts"
-import { layer as writerLayer } from "../../src/store/Writer.ts"
+import { layer as writerLayer } from "../../src/db/Writer.ts"
 import { freshDatabase } from "../support/backends.ts"
 import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
-import { ChangeFeed, type Committed } from "../../src/store/ChangeFeed.ts"
+import { ChangeFeed, type Committed } from "../../src/db/ChangeFeed.ts"
 import { pgAvailable } from "../support/backends.ts"
 import { call, startServer } from "../support/server.ts"
 import { following } from "../support/feed.ts"

@@ -17,7 +17,7 @@ import * as Log from "../../src/logging/Log.ts"
 import { installPackage } from "../../src/packages/Installer.ts"
 import { createCommand, runCommand } from "../../src/store/commands.ts"
 import { Backfill, type BackfillOptions, make as makeBackfill } from "../../src/search/Backfill.ts"
-import { Writer } from "../../src/store/Writer.ts"
+import { Writer } from "../../src/db/Writer.ts"
 import { backends } from "../support/backends.ts"
 import { withStore } from "../support/store.ts"
 

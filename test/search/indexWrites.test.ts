@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url"
 import { build } from "../../src/catalog/Catalog.ts"
 import { Database } from "../../src/db/Database.ts"
 import { type CommandEnv, createCommand, deleteCommand, runCommand, updateCommand } from "../../src/store/commands.ts"
-import { Writer } from "../../src/store/Writer.ts"
+import { Writer } from "../../src/db/Writer.ts"
 import { backends } from "../support/backends.ts"
 import { withStore } from "../support/store.ts"
 

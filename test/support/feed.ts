@@ -1,6 +1,6 @@
 /** Follows the change feed in a test: `take(n)` waits for the next `n` events, in order. */
 import { Chunk, Effect, Option, Stream } from "effect"
-import { ChangeFeed, type FeedEvent, type FollowOptions } from "../../src/store/ChangeFeed.ts"
+import { ChangeFeed, type FeedEvent, type FollowOptions } from "../../src/db/ChangeFeed.ts"
 
 export const following = (options?: FollowOptions) =>
   Effect.gen(function*() {

@@ -1,11 +1,11 @@
 /**
- * A second process following a database's change feed by polling (src/store/ChangeFeed.ts `polling`), as a
+ * A second process following a database's change feed by polling (src/db/ChangeFeed.ts `polling`), as a
  * process that does not write does. Given the database options as JSON (argv[2]), it writes `{"ready":ts}`
  * once it follows, then one JSON line per event: `{"commitTs":..,"actor":..,"ids":[..]}`.
  */
 import { Effect, Layer, Stream } from "effect"
 import { layer as databaseLayer, type DatabaseOptions } from "../../src/db/Database.ts"
-import { ChangeFeed, polling } from "../../src/store/ChangeFeed.ts"
+import { ChangeFeed, polling } from "../../src/db/ChangeFeed.ts"
 
 const options = JSON.parse(process.argv[2]!) as DatabaseOptions
 

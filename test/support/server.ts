@@ -17,7 +17,7 @@ import { layer as readinessLayer } from "../../src/http/Readiness.ts"
 import { servingAppLayer } from "../../src/http/Server.ts"
 import * as Log from "../../src/logging/Log.ts"
 import type { DatabaseOptions } from "../../src/db/Database.ts"
-import type { ChangeFeed } from "../../src/store/ChangeFeed.ts"
+import type { ChangeFeed } from "../../src/db/ChangeFeed.ts"
 import { type BackendKind, freshDatabase } from "./backends.ts"
 import { templateFor } from "./r4Template.ts"
 

@@ -2,8 +2,8 @@
 import { Effect, Layer, type Scope } from "effect"
 import { type Database, layer as databaseLayer } from "../../src/db/Database.ts"
 import { migrate } from "../../src/db/Migrations.ts"
-import type { ChangeFeed } from "../../src/store/ChangeFeed.ts"
-import { layer as writerLayer, type Writer } from "../../src/store/Writer.ts"
+import type { ChangeFeed } from "../../src/db/ChangeFeed.ts"
+import { layer as writerLayer, type Writer } from "../../src/db/Writer.ts"
 import { type BackendKind, freshDatabase } from "./backends.ts"
 
 export const withStore = <A, E>(

@@ -1,7 +1,7 @@
 /** Validation in steps: the same issues and references as at once, with the invariants spread over several steps. */
 import { Effect } from "effect"
 import { describe, expect } from "vitest"
-import { Pacer, paced } from "../../src/store/EventLoop.ts"
+import { Pacer, paced } from "../../src/db/EventLoop.ts"
 import { validateForWrite, validateForWriteSteps } from "../../src/validation/Validator.ts"
 import { catalogTests } from "./support.ts"
 

@@ -11,7 +11,7 @@ import { type Failure, listAt, processing, select, type SelectedNode, slotOf } f
 import { valueFor } from "./fhirValue.ts"
 import { copyJson, isJsonObject, type JsonObject } from "./json.ts"
 import { markTree } from "../../json/lexical.ts"
-import { malformedPatch, type PatchProblem, unappliablePatch } from "./PatchProblem.ts"
+import { malformedPatch, type PatchProblem, unappliablePatch } from "../../store/PatchProblem.ts"
 
 type Outcome = Either.Either<void, Failure>
 

@@ -8,7 +8,7 @@ import { Either } from "effect"
 import { lexicalOf, markTree, setLexical, spliceLexical } from "../../json/lexical.ts"
 import { copyJson, hasMember, isJsonObject, jsonEqual, member, removeMember, setMember } from "./json.ts"
 import { arrayIndex, formatPointer, parsePointer } from "./jsonPointer.ts"
-import { malformedPatch, type PatchProblem, tooCostlyPatch, unappliablePatch } from "./PatchProblem.ts"
+import { malformedPatch, type PatchProblem, tooCostlyPatch, unappliablePatch } from "../../store/PatchProblem.ts"
 
 /**
  * Values (members, array items, primitives) the `copy` operations of one patch may duplicate in all. A copy

@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import type { Catalog } from "../../catalog/Catalog.ts"
 import { lexicalOf } from "../../json/lexical.ts"
-import { Pacer, yieldToEventLoop } from "../../store/EventLoop.ts"
+import { Pacer, yieldToEventLoop } from "../../db/EventLoop.ts"
 import { modelsFor, type TypeModel, type TypeRef, type XmlModels } from "./XmlModel.ts"
 import { parseXml, XmlSyntaxError } from "./XmlParser.ts"
 import { embedMarkup, escapeAttribute, escapeText } from "./xmlText.ts"

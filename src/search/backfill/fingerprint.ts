@@ -7,7 +7,7 @@
 import * as Crypto from "node:crypto"
 import type { Catalog } from "../../catalog/Catalog.ts"
 import { compartmentFingerprint } from "../extract/compartments.ts"
-import { ancestorsOf } from "../extract/plan.ts"
+import { ancestorsOf } from "../../catalog/ancestors.ts"
 
 /** Raised when extraction itself changes in a way that needs every index row written again (2: compartment rows). */
 const extractionFormat = 2

@@ -4,13 +4,13 @@
  * in the transaction that finds nothing left. A resource that cannot be read is logged and passed over;
  * so is one whose rows the database refuses, found by redoing a failed batch one resource at a time.
  */
-import type { LeaseLost } from "../../store/WriterLease.ts"
+import type { LeaseLost } from "../../db/WriterLease.ts"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect } from "effect"
 import type { Catalog } from "../../catalog/Catalog.ts"
 import type { Database } from "../../db/Database.ts"
-import type { Writer } from "../../store/Writer.ts"
+import type { Writer } from "../../db/Writer.ts"
 import { extractIndex } from "../extract/extractIndex.ts"
 import { replaceIndexes, type ResourceIndex } from "../IndexWriter.ts"
 import { countJob, finishJob, type Job, nextCandidates, planJob, readState, saveCursor } from "./BackfillState.ts"

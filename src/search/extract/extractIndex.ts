@@ -8,7 +8,7 @@
  */
 import { Effect } from "effect"
 import type { Catalog } from "../../catalog/Catalog.ts"
-import { type Pacer, yieldToEventLoop } from "../../store/EventLoop.ts"
+import { type Pacer, yieldToEventLoop } from "../../db/EventLoop.ts"
 import { compartmentRows } from "./compartments.ts"
 import type { CompositeRow, IndexRow, SkippedValue } from "./IndexRow.ts"
 import { type FhirNode, typed } from "../../fhirpath/nodes.ts"

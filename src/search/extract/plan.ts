@@ -7,7 +7,8 @@ import r4 from "fhirpath/fhir-context/r4"
 import type { Catalog, SearchParameterDef } from "../../catalog/Catalog.ts"
 import { compile, compileBranches, type Engine, type Evaluate, isCompiled, rewrite, splitUnion } from "../../fhirpath/expressions.ts"
 import { elementPath, type FhirNode } from "../../fhirpath/nodes.ts"
-import { type Canonical, canonicalizer } from "./ucum.ts"
+import { type Canonical, canonicalizer } from "../../terminology/ucum.ts"
+import { ancestorsOf } from "../../catalog/ancestors.ts"
 
 export interface ComponentPlan {
   readonly type: string
@@ -55,18 +56,6 @@ export const planFor = (catalog: Catalog, type: string, engine: Engine = "compil
     byType.set(type, plan)
   }
   return plan
-}
-
-/** The type and its ancestors through `baseDefinition`, most specific first. */
-export const ancestorsOf = (catalog: Catalog, type: string): ReadonlyArray<string> => {
-  const chain = [type]
-  let sd = catalog.structureDefinitionForType(type)
-  while (sd?.baseDefinition !== undefined) {
-    sd = catalog.structureDefinition(sd.baseDefinition)
-    if (sd === undefined || chain.includes(sd.type)) break
-    chain.push(sd.type)
-  }
-  return chain
 }
 
 interface Prepared {

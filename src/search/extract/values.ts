@@ -5,7 +5,7 @@
 import { cover, dateRange, periodRange, type Range } from "./dates.ts"
 import type { IndexRow, QuantityRow, ReferenceRow, TokenRow } from "./IndexRow.ts"
 import { extensionValue, type FhirNode, type Json, list, obj, text, type Typed } from "../../fhirpath/nodes.ts"
-import type { Canonical } from "./ucum.ts"
+import type { Canonical } from "../../terminology/ucum.ts"
 import { lexicalOf } from "../../json/lexical.ts"
 import { readDecimal } from "../parse/numbers.ts"
 

@@ -2,7 +2,7 @@
  * Prefixes, numbers, quantities and `near`, as search values.
  * https://hl7.org/fhir/R4/search.html#prefix, #number, #quantity, and Location `near`.
  */
-import { toCanonical } from "../extract/ucum.ts"
+import { toCanonical } from "../../terminology/ucum.ts"
 import { splitUnescaped, unescape } from "./escape.ts"
 import { type NearValue, type Prefix, prefixes, type QuantityValue } from "./SearchRequest.ts"
 

@@ -6,7 +6,7 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
-import { toCanonical } from "../extract/ucum.ts"
+import { toCanonical } from "../../terminology/ucum.ts"
 import { normalize, words } from "../extract/values.ts"
 import { indexKey, isLong } from "../indexKey.ts"
 import type { Clause, NearValue, Prefix, QuantityValue, Value } from "../parse/SearchRequest.ts"

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { dateRange, periodRange } from "../../../src/search/extract/dates.ts"
 import { MAX_TIME, MIN_TIME } from "../../../src/search/extract/IndexRow.ts"
-import { toCanonical } from "../../../src/search/extract/ucum.ts"
+import { toCanonical } from "../../../src/terminology/ucum.ts"
 
 describe("date ranges by precision", () => {
   it("covers the whole year, month or day written", () => {

@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
 import type { Catalog } from "../../../src/catalog/Catalog.ts"
 import { extractIndex, extractIndexPaced } from "../../../src/search/extract/extractIndex.ts"
-import { Pacer } from "../../../src/store/EventLoop.ts"
+import { Pacer } from "../../../src/db/EventLoop.ts"
 import { loadCatalog } from "./catalog.ts"
 
 let loaded: Catalog | undefined

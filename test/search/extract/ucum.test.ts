@@ -1,7 +1,7 @@
 import { UnitTables } from "@lhncbc/ucum-lhc"
 import { describe, expect, it } from "vitest"
-import { canonicalizer, toCanonical } from "../../../src/search/extract/ucum.ts"
-import { readWithUcumLhc } from "../../../src/search/extract/ucumLhc.ts"
+import { canonicalizer, toCanonical } from "../../../src/terminology/ucum.ts"
+import { readWithUcumLhc } from "../../../src/terminology/ucumLhc.ts"
 
 /** The units of the hand table this file reads; each is also a UCUM unit the library knows. */
 const tableUnits = ["mg", "kg", "[in_i]", "[ft_i]", "[mi_i]", "[lb_av]", "[oz_av]", "mL", "dL", "h", "wk", "a", "mg/dL", "mmol/L", "kg/m2", "10*3/uL", "{breaths}/min", "kPa", "%"]

@@ -16,8 +16,11 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Chunk, Context, Duration, Effect, Layer, Option, Queue, Schedule, type Scope, Stream, SubscriptionRef } from "effect"
-import { Database } from "../db/Database.ts"
-import type { Operation } from "./versions.ts"
+import { Database } from "./Database.ts"
+
+
+/** How a version came to be: what history shows as its `request.method` (POST, PUT, PATCH, DELETE). */
+export type Operation = "create" | "update" | "patch" | "delete"
 
 export interface Change {
   readonly type: string
@@ -244,7 +247,7 @@ export const lastLoggedTs = (db: Database["Type"]): Effect.Effect<number, SqlErr
       Number(rows[0]?.ts ?? 0))
   )
 
-/** The feed of a process that writes: its Writer publishes each commit (src/store/Writer.ts). */
+/** The feed of a process that writes: its Writer publishes each commit (src/db/Writer.ts). */
 export const inProcess = Layer.effectContext(
   Effect.gen(function*() {
     const db = yield* Database

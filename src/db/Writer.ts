@@ -9,7 +9,7 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Context, Deferred, Effect, Fiber, FiberRef, Layer, Option, Queue, Ref } from "effect"
-import { Database } from "../db/Database.ts"
+import { Database } from "./Database.ts"
 import { type Change, ChangeSink, inProcess, systemOrigin, type WriteOrigin } from "./ChangeFeed.ts"
 import { type LeaseLost, WriterLease } from "./WriterLease.ts"
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Database } from "../../src/db/Database.ts"
-import { chunkSizes, insertMany, parameterLimit, rowsPerStatement, valuesPerStatement, WriteBatch } from "../../src/store/WriteBatch.ts"
-import { workPerYield } from "../../src/store/EventLoop.ts"
+import { chunkSizes, insertMany, parameterLimit, rowsPerStatement, valuesPerStatement, WriteBatch } from "../../src/db/WriteBatch.ts"
+import { workPerYield } from "../../src/db/EventLoop.ts"
 import { backends } from "../support/backends.ts"
 import { withStore } from "../support/store.ts"
 
