@@ -8,7 +8,7 @@ import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import { operationOutcome } from "../http/OperationOutcome.ts"
 import { ifMatchVersion } from "../store/checks.ts"
-import { type CommandEnv, createCommand, deleteCommand, type Prevalidated, updateCommand } from "../store/commands.ts"
+import { type CommandEnv, createCommand, deleteCommand, type Prevalidated, prevalidatedOf, updateCommand } from "../store/commands.ts"
 import { createUnlessFound, deleteMatch, matchOne, readCondition, updateMatch } from "../store/conditional.ts"
 import { ResourceStore, type WriteScope } from "../store/ResourceStore.ts"
 import { FhirError } from "../http/FhirError.ts"
@@ -31,11 +31,11 @@ export const inTransaction = <A, E, R>(request: FhirRequest, command: (env: Comm
   Effect.flatMap(ResourceStore, (store) => store.transaction(scopeOf(request), command))
 
 /** Validates the resource a create or an update by id writes before its command is queued. */
-const prevalidate = (request: FhirRequest, interaction: "create" | "update", type: string, id: string, resource: Record<string, unknown>) =>
+export const prevalidate = (request: FhirRequest, interaction: "create" | "update" | "entry", type: string, id: string, resource: Record<string, unknown>) =>
   Effect.flatMap(ResourceStore, (store) => store.prevalidate(scopeOf(request), { interaction, type, id, resource }))
 
 const withPrevalidated = (env: CommandEnv, prevalidated: Prevalidated | undefined): CommandEnv =>
-  prevalidated === undefined ? env : { ...env, prevalidated }
+  prevalidated === undefined ? env : { ...env, prevalidated: prevalidatedOf([prevalidated]) }
 
 /** What a write answers about: a version it created or updated, or the one a conditional create found. */
 export type WriteOutcome = "created" | "updated" | "found"

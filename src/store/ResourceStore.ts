@@ -93,12 +93,13 @@ export class ResourceStore extends Context.Tag("svc/store/ResourceStore")<Resour
    * Validates `resource` as `type/id` ahead of its transaction, for the command that writes it (`prevalidated`
    * of the CommandEnv). A create whose answer is then certain whatever the database holds (413 for a Bundle
    * over `server.max_bundle_entries`, 422 for a resource with errors) fails here, without waiting for the
-   * Writer; an update's checks against the current version come first, so its command answers. Undefined
-   * when the command's own first checks refuse the resource (unknown type, a body of another type).
+   * Writer; an update's checks against the current version come first, and a Bundle entry's answer waits for
+   * the entries before it, so their commands answer. Undefined when the command's own first checks refuse the
+   * resource (unknown type, a body of another type).
    */
   readonly prevalidate: (
     scope: WriteScope,
-    write: { readonly interaction: "create" | "update"; readonly type: string; readonly id: string; readonly resource: Record<string, unknown> }
+    write: { readonly interaction: "create" | "update" | "entry"; readonly type: string; readonly id: string; readonly resource: Record<string, unknown> }
   ) => Effect.Effect<Prevalidated | undefined, FhirError>
 }>() {}
 
@@ -134,7 +135,7 @@ export const make = Effect.gen(function*() {
 
   const prevalidate = (
     scope: WriteScope,
-    { id, interaction, resource, type }: { readonly interaction: "create" | "update"; readonly type: string; readonly id: string; readonly resource: Record<string, unknown> }
+    { id, interaction, resource, type }: { readonly interaction: "create" | "update" | "entry"; readonly type: string; readonly id: string; readonly resource: Record<string, unknown> }
   ): Effect.Effect<Prevalidated | undefined, FhirError> =>
     Effect.suspend(() => {
       if (knownType(scope.catalog, type) !== undefined || bodyMatches(resource, type) !== undefined) return Effect.succeed(undefined)

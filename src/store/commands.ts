@@ -43,8 +43,15 @@ export interface CommandEnv {
   readonly pacer: Pacer
   /** What validation is told besides the catalog (`validation.allowed_extension_domains`, `validation.allow_example_urls`). */
   readonly validation?: ValidateOptions
-  /** A resource validated before the command was queued (ResourceStore.prevalidate): not validated again. */
-  readonly prevalidated?: Prevalidated | undefined
+  /** Resources validated before the command was queued (ResourceStore.prevalidate), by the resource: not validated again. */
+  readonly prevalidated?: ReadonlyMap<Record<string, unknown>, Prevalidated> | undefined
+}
+
+/** The lookup of `CommandEnv.prevalidated`, from validations done ahead (those left undefined skipped). */
+export const prevalidatedOf = (validations: Iterable<Prevalidated | undefined>): ReadonlyMap<Record<string, unknown>, Prevalidated> => {
+  const found = new Map<Record<string, unknown>, Prevalidated>()
+  for (const validation of validations) if (validation !== undefined) found.set(validation.resource, validation)
+  return found
 }
 
 /** The validation of a resource done ahead of its transaction, for the command that writes that same resource. */
@@ -115,8 +122,8 @@ const validated = (env: CommandEnv, type: string, id: string, resource: Record<s
   Effect.suspend(() => {
     const tooLarge = bundleEntries((env.limits ?? defaultWriteLimits).maxBundleEntries, type, resource)
     if (tooLarge) return Effect.fail(tooLarge)
-    const ahead = env.prevalidated
-    if (ahead !== undefined && ahead.resource === resource && ahead.id === id) return outcome(env, type, id, ahead.validation, false)
+    const ahead = env.prevalidated?.get(resource)
+    if (ahead !== undefined && ahead.id === id) return outcome(env, type, id, ahead.validation, false)
     return Effect.flatMap(paced(env.pacer, validateForWriteSteps({ ...resource, id }, env.catalog, env.validation)), (validation) =>
       outcome(env, type, id, validation, true))
   })

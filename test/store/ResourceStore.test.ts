@@ -7,7 +7,7 @@ import { Deferred, Effect, Fiber, Layer } from "effect"
 import { build } from "../../src/catalog/Catalog.ts"
 import { Database } from "../../src/db/Database.ts"
 import { FhirError } from "../../src/http/FhirError.ts"
-import { createCommand } from "../../src/store/commands.ts"
+import { createCommand, prevalidatedOf } from "../../src/store/commands.ts"
 import { readCurrent } from "../../src/store/reads.ts"
 import { layer, ResourceStore, StoreSettings, type WriteScope } from "../../src/store/ResourceStore.ts"
 import { Writer } from "../../src/db/Writer.ts"
@@ -68,7 +68,7 @@ for (const backend of backends) {
         const resource = { resourceType: "Patient", gender: "female" }
         const ahead = yield* store.prevalidate(scope, { interaction: "create", type: "Patient", id: "p2", resource })
         expect(ahead?.validation.issues.filter((issue) => issue.severity === "error")).toEqual([])
-        const written = yield* store.transaction(scope, (env) => createCommand({ ...env, prevalidated: ahead }, "Patient", resource, "p2"))
+        const written = yield* store.transaction(scope, (env) => createCommand({ ...env, prevalidated: prevalidatedOf([ahead]) }, "Patient", resource, "p2"))
         expect(written.value.stored.version).toBe(1)
         // The command takes the validation it is given for that very resource: one that found an error refuses it.
         const marked = {
@@ -76,11 +76,11 @@ for (const backend of backends) {
           id: "p3",
           validation: { issues: [{ severity: "error" as const, code: "invariant", expression: "Patient", diagnostics: "found ahead" }], references: [] }
         }
-        const refused = yield* Effect.flip(store.transaction(scope, (env) => createCommand({ ...env, prevalidated: marked }, "Patient", resource, "p3")))
+        const refused = yield* Effect.flip(store.transaction(scope, (env) => createCommand({ ...env, prevalidated: prevalidatedOf([marked]) }, "Patient", resource, "p3")))
         expect(refused).toBeInstanceOf(FhirError)
         expect((refused as FhirError).diagnostics).toContain("found ahead")
         // Another resource, or another id, is validated by the command itself.
-        const copy = yield* store.transaction(scope, (env) => createCommand({ ...env, prevalidated: marked }, "Patient", { ...resource }, "p3"))
+        const copy = yield* store.transaction(scope, (env) => createCommand({ ...env, prevalidated: prevalidatedOf([marked]) }, "Patient", { ...resource }, "p3"))
         expect(copy.value.stored.version).toBe(1)
         expect((yield* readCurrent(sql, "Patient", "p2"))?.version).toBe(1)
       }))))

@@ -13,10 +13,10 @@ import { fail, FhirError } from "../../http/FhirError.ts"
 import type { FhirRequest } from "../FhirRequest.ts"
 import { resourceBody } from "../respond.ts"
 import { bundleText } from "../bundleText.ts"
-import { type CheckedCreate, type CommandEnv, settle, writeCreates } from "../../store/commands.ts"
-import { Pacer } from "../../db/EventLoop.ts"
+import { type CheckedCreate, type CommandEnv, prevalidatedOf, settle, writeCreates } from "../../store/commands.ts"
+import { Pacer, workPerYield } from "../../db/EventLoop.ts"
 import { type Condition, matchOne, updateTarget } from "../../store/conditional.ts"
-import { commitHeader, inTransaction } from "../write.ts"
+import { commitHeader, inTransaction, prevalidate } from "../write.ts"
 import { conditionKey, conditionOf, interactionName, resolveReferences } from "./conditions.ts"
 import { type Entry, parseBundle } from "./entries.ts"
 import { type Rewrite, rewrite } from "./references.ts"
@@ -79,6 +79,51 @@ const rewriteUnits = 10
 /** Batch entries run between two yields to the event loop. */
 const batchEntriesPerYield = 16
 
+/**
+ * The plans of a transaction whose entries name no condition (no `ifNoneExist`, no `Type?search` URL), made
+ * before it is queued: each entry's id, and its resource with the Bundle's placeholders replaced, as the
+ * transaction would make them. Undefined when that takes the database (a conditional reference) or ends in a
+ * refusal (which the transaction then gives, after its DELETEs, as it would have).
+ */
+const planAhead = (entries: ReadonlyArray<Entry>, ids: ReadonlyMap<number, string>) =>
+  Effect.gen(function*() {
+    const plans = new Map<number, Plan>()
+    const replacements = new Map<string, string>()
+    for (const entry of entries) {
+      if (entry.method === "DELETE" || entry.method === "GET" || entry.method === "HEAD") continue
+      const id = entry.method === "POST" ? ids.get(entry.index) : entry.target._tag === "instance" ? entry.target.id : undefined
+      if (entry.fullUrl !== undefined && id !== undefined) replacements.set(entry.fullUrl, `${typeOf(entry)}/${id}`)
+      plans.set(entry.index, { resource: entry.resource, id: ids.get(entry.index), condition: undefined })
+    }
+    const pacer = new Pacer(workPerYield)
+    for (const entry of entries) {
+      const plan = plans.get(entry.index)
+      if (plan?.resource === undefined) continue
+      const state: Rewrite = { replacements, unresolved: [] }
+      const resource = rewrite(plan.resource, state) as Record<string, unknown>
+      if (state.conditional === true || state.unresolved.length > 0) return undefined
+      plans.set(entry.index, { ...plan, resource })
+      yield* pacer.step(rewriteUnits)
+    }
+    return plans
+  })
+
+/**
+ * The resources of planned POST and PUT entries validated before the transaction is queued (their refusals
+ * are the transaction's, in its order); the references they hold are checked in it.
+ */
+const validateAhead = (request: FhirRequest, entries: ReadonlyArray<Entry>, plans: ReadonlyMap<number, Plan>) =>
+  Effect.map(
+    Effect.forEach(entries, (entry) => {
+      const plan = plans.get(entry.index)
+      if (plan?.resource === undefined || entry.target._tag === "history" || entry.target._tag === "metadata") return Effect.succeed(undefined)
+      const id = entry.method === "POST" ? plan.id : entry.method === "PUT" && entry.target._tag === "instance" ? entry.target.id : undefined
+      if (id === undefined || (entry.target._tag !== "type" && entry.target._tag !== "instance")) return Effect.succeed(undefined)
+      return prevalidate(request, "entry", entry.target.type, id, plan.resource)
+    }),
+    prevalidatedOf
+  )
+
 const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
   Effect.gen(function*() {
     const conditions = new Map<number, Condition>()
@@ -96,8 +141,12 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
     for (const entry of entries) {
       if (entry.method === "POST" || (entry.method === "PUT" && isConditional(entry))) ids.set(entry.index, randomUUID())
     }
-    const { commitTs, value } = yield* inTransaction(request, (env) =>
+    // Without conditions, the entries are planned and their resources validated while other commands commit.
+    const ahead = conditions.size === 0 ? yield* planAhead(entries, ids) : undefined
+    const prevalidated = ahead === undefined ? undefined : yield* validateAhead(request, entries, ahead)
+    const { commitTs, value } = yield* inTransaction(request, (transactionEnv) =>
       Effect.gen(function*() {
+        const env = prevalidated === undefined ? transactionEnv : { ...transactionEnv, prevalidated }
         const named = <A, R>(entry: Entry, effect: Effect.Effect<A, FhirError | SqlError, R>) =>
           Effect.mapError(effect, (error) => (error instanceof FhirError ? inEntry(entry, error) : error))
         const matchOf = (entry: Entry) => {
@@ -122,10 +171,10 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
         for (const [entry, plan] of deletes) results.set(entry.index, yield* named(entry, runEntry(env, entry, plan)))
 
         // 2. The other conditions are matched after the deletes; each fullUrl gets the resource its entry writes.
-        const plans = new Map<number, Plan>()
+        const plans = new Map<number, Plan>(ahead ?? [])
         const replacements = new Map<string, string>()
         const created = new Map<string, string>()
-        for (const entry of entries) {
+        for (const entry of ahead === undefined ? entries : []) {
           if (entry.method === "DELETE" || entry.method === "GET" || entry.method === "HEAD") continue
           const condition = yield* matchOf(entry)
           const type = typeOf(entry)
@@ -148,7 +197,7 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
         }
 
         // 3. Placeholders and conditional references in every resource that is written.
-        for (const entry of entries) {
+        for (const entry of ahead === undefined ? entries : []) {
           const plan = plans.get(entry.index)
           if (plan?.resource === undefined || (entry.method === "POST" && plan.condition?.match !== undefined)) continue
           // One pass rewrites the placeholders and notes whether there are conditional references; only then
