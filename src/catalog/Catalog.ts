@@ -37,6 +37,8 @@ export interface Catalog {
   readonly structureDefinition: (url: string) => StructureDefinition | undefined
   /** The base definition (not a profile) of a resource or data type. */
   readonly structureDefinitionForType: (type: string) => StructureDefinition | undefined
+  /** The type and its ancestors through `baseDefinition`, most specific first. */
+  readonly ancestors: (type: string) => ReadonlyArray<string>
   /** The elements of a type's JSON form from its base definition's snapshot, computed once per type. */
   readonly elementTree: (type: string) => ElementTree | undefined
   /** By code, including those inherited from the type's ancestors (Resource, DomainResource). */
@@ -218,6 +220,7 @@ export const fromEntries = (
     isResourceType: (type) => resourceTypes.has(type),
     structureDefinition: structures.get,
     structureDefinitionForType: (type) => byType.get(type),
+    ancestors: lineage,
     elementTree: elementTreeOf,
     searchParameters: parametersOf,
     searchParameter: (type, code) => parametersOf(type).get(code),

@@ -4,7 +4,6 @@
  * an element's invariants when it is first present. Nothing is compiled per request.
  */
 import type { Catalog } from "../catalog/Catalog.ts"
-import { ancestorsOf } from "../catalog/ancestors.ts"
 import { expandForBinding, type Membership } from "./codes.ts"
 import { type Children, compileStructure, type CompiledStructure, type ElementNode } from "./compile.ts"
 import { compileInvariant, type Invariant } from "./invariants.ts"
@@ -87,7 +86,7 @@ export const registryFor = (catalog: Catalog): Registry => {
   const ancestors = (type: string): ReadonlyArray<string> => {
     let lineage = lineages.get(type)
     if (lineage === undefined) {
-      lineage = ancestorsOf(catalog, type)
+      lineage = catalog.ancestors(type)
       // Only types the catalog knows are remembered, so that names from requests cannot grow the map.
       if (catalog.structureDefinitionForType(type) !== undefined) lineages.set(type, lineage)
     }

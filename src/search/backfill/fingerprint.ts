@@ -7,7 +7,6 @@
 import * as Crypto from "node:crypto"
 import type { Catalog } from "../../catalog/Catalog.ts"
 import { compartmentFingerprint } from "../extract/compartments.ts"
-import { ancestorsOf } from "../../catalog/ancestors.ts"
 
 /** Raised when extraction itself changes in a way that needs every index row written again (2: compartment rows). */
 const extractionFormat = 2
@@ -26,7 +25,7 @@ const typeFingerprint = (catalog: Catalog, type: string): string => {
       })
     ])
   ).sort()
-  return hash(JSON.stringify([extractionFormat, ancestorsOf(catalog, type), parameters, compartmentFingerprint(catalog, type)]))
+  return hash(JSON.stringify([extractionFormat, catalog.ancestors(type), parameters, compartmentFingerprint(catalog, type)]))
 }
 
 /** The fingerprint of every resource type of the catalog. */

@@ -8,7 +8,6 @@ import type { Catalog, SearchParameterDef } from "../../catalog/Catalog.ts"
 import { compile, compileBranches, type Engine, type Evaluate, isCompiled, rewrite, splitUnion } from "../../fhirpath/expressions.ts"
 import { elementPath, type FhirNode } from "../../fhirpath/nodes.ts"
 import { type Canonical, canonicalizer } from "../../terminology/ucum.ts"
-import { ancestorsOf } from "../../catalog/ancestors.ts"
 
 export interface ComponentPlan {
   readonly type: string
@@ -103,7 +102,7 @@ const prepare = (
 }
 
 const buildPlan = (catalog: Catalog, type: string, engine: Engine): TypePlan => {
-  const ancestors = ancestorsOf(catalog, type)
+  const ancestors = catalog.ancestors(type)
   const isTypeName = (name: string) => catalog.structureDefinitionForType(name) !== undefined || catalog.isResourceType(name)
   const parameters: Array<ParameterPlan> = []
   const uncompiled: Array<string> = []
