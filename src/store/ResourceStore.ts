@@ -139,10 +139,10 @@ export const make = Effect.gen(function*() {
   ): Effect.Effect<Prevalidated | undefined, FhirError> =>
     Effect.suspend(() => {
       if (knownType(scope.catalog, type) !== undefined || bodyMatches(resource, type) !== undefined) return Effect.succeed(undefined)
-      if (interaction === "create") {
-        const tooLarge = bundleEntries(scope.maxBundleEntries, type, resource)
-        if (tooLarge !== undefined) return Effect.fail(tooLarge)
-      }
+      // A Bundle over server.max_bundle_entries is not validated at all: a create is refused here, another
+      // write by its command.
+      const tooLarge = bundleEntries(scope.maxBundleEntries, type, resource)
+      if (tooLarge !== undefined) return interaction === "create" ? Effect.fail(tooLarge) : Effect.succeed(undefined)
       return Effect.flatMap(Clock.currentTimeMillis, (now) =>
         Effect.flatMap(
           paced(new Pacer(workPerYield), validateForWriteSteps({ ...resource, id }, scope.catalog, validationOptions(settings, now))),

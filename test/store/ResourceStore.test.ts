@@ -51,6 +51,8 @@ for (const backend of backends) {
         const bundle = { resourceType: "Bundle", type: "collection", entry: Array.from({ length: 11 }, () => ({ resource: { resourceType: "Basic" } })) }
         const tooLarge = yield* Effect.flip(store.prevalidate(scope, { interaction: "create", type: "Bundle", id: "b1", resource: bundle }))
         expect(tooLarge.status).toBe(413)
+        // Nor is an update of one validated: its command refuses it.
+        expect(yield* store.prevalidate(scope, { interaction: "update", type: "Bundle", id: "b1", resource: { ...bundle, id: "b1" } })).toBeUndefined()
         // An update is validated ahead too, but its command answers (its version checks come first).
         const update = yield* store.prevalidate(scope, { interaction: "update", type: "Patient", id: "p1", resource: { ...invalidPatient, id: "p1" } })
         expect(update?.validation.issues.some((issue) => issue.severity === "error")).toBe(true)
