@@ -12,7 +12,7 @@
  */
 import { Context, Data, Effect, Layer } from "effect"
 import type { AppConfig } from "../config/AppConfig.ts"
-import { Database, layer as databaseLayer } from "../db/Database.ts"
+import { Database, type DatabaseOptions, layer as databaseLayer } from "../db/Database.ts"
 import { checkMigrated, migrate, migratesAtStart } from "../db/Migrations.ts"
 import * as ProcessLock from "../db/ProcessLock.ts"
 import { CatalogService, layer as catalogLayer } from "../catalog/CatalogService.ts"
@@ -29,13 +29,7 @@ import { alwaysHeld, type WriterLease } from "../db/WriterLease.ts"
 import { indexForSearch, prepareConformance } from "./Conformance.ts"
 
 /** `database.*` and `cluster.db_pool`: what the database is and how it is opened. */
-export class DatabaseSettings extends Context.Tag("svc/app/DatabaseSettings")<DatabaseSettings, {
-  readonly kind: "sqlite" | "memory" | "postgres"
-  readonly sqlitePath: string
-  readonly postgresUrl?: string | undefined
-  readonly pool: number
-  readonly statementTimeoutMs: number
-}>() {}
+export class DatabaseSettings extends Context.Tag("svc/app/DatabaseSettings")<DatabaseSettings, DatabaseOptions>() {}
 
 /** `fhir.version` and `conformance.packages`: what the catalog is built from. */
 export class ConformanceSettings extends Context.Tag("svc/app/ConformanceSettings")<ConformanceSettings, {
@@ -43,7 +37,7 @@ export class ConformanceSettings extends Context.Tag("svc/app/ConformanceSetting
   readonly packages: ReadonlyArray<string>
 }>() {}
 
-export const databaseOptions = (config: AppConfig): DatabaseSettings["Type"] => ({
+export const databaseOptions = (config: AppConfig): DatabaseOptions => ({
   kind: config.database.kind,
   sqlitePath: config.database.sqlite_path,
   postgresUrl: config.database.postgres_url,

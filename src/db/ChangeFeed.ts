@@ -69,7 +69,7 @@ export interface FollowOptions {
   readonly after?: number
 }
 
-export class ChangeFeed extends Context.Tag("svc/store/ChangeFeed")<ChangeFeed, {
+export class ChangeFeed extends Context.Tag("svc/db/ChangeFeed")<ChangeFeed, {
   /** The commits after the follower joins (or after `options.after`), for as long as the scope lasts. */
   readonly follow: (options?: FollowOptions) => Effect.Effect<Stream.Stream<FeedEvent>, never, Scope.Scope>
   /**
@@ -86,7 +86,7 @@ export class ChangeFeed extends Context.Tag("svc/store/ChangeFeed")<ChangeFeed, 
 }>() {}
 
 /** What the source of the feed (the Writer, or the poller) calls after each commit, in commit order. */
-export class ChangeSink extends Context.Tag("svc/store/ChangeSink")<ChangeSink, {
+export class ChangeSink extends Context.Tag("svc/db/ChangeSink")<ChangeSink, {
   /** Never waits and never fails. */
   readonly publish: (committed: Committed) => Effect.Effect<void>
 }>() {}

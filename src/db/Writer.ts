@@ -33,7 +33,7 @@ export interface Result<A> {
   readonly commitTs: number
 }
 
-export class Writer extends Context.Tag("svc/store/Writer")<Writer, {
+export class Writer extends Context.Tag("svc/db/Writer")<Writer, {
   readonly commit: <A, E, R>(
     command: (context: CommitContext) => Effect.Effect<A, E, R>
   ) => Effect.Effect<Result<A>, E | SqlError | LeaseLost, R>

@@ -16,7 +16,7 @@ export class LeaseLost extends Data.TaggedError("LeaseLost")<{
   readonly reason: string
 }> {}
 
-export class WriterLease extends Context.Tag("svc/store/WriterLease")<WriterLease, {
+export class WriterLease extends Context.Tag("svc/db/WriterLease")<WriterLease, {
   /** Succeeds while this process holds the lease; run on the writer's connection, inside the transaction. */
   readonly check: (sql: SqlClient.SqlClient) => Effect.Effect<void, LeaseLost | SqlError>
 }>() {}

@@ -12,7 +12,7 @@
  * command then only checks that it writes that same resource. Bundle entries, whose references are resolved
  * inside the transaction, are validated there.
  */
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import { Clock, Context, Data, Effect, Layer } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { Database } from "../db/Database.ts"
@@ -130,7 +130,7 @@ export const make = Effect.gen(function*() {
         return value
       })
     ).pipe(
-      Effect.catchIf((error): error is SqlError => isSqlError(error), (error) => Effect.fail(storeError(error)))
+      Effect.catchIf((error): error is SqlError => error instanceof SqlError, (error) => Effect.fail(storeError(error)))
     ) as Effect.Effect<Result<A>, Exclude<E, SqlError> | FhirError | StoreError | LeaseLost, R>
 
   const prevalidate = (
@@ -155,9 +155,6 @@ export const make = Effect.gen(function*() {
 
   return ResourceStore.of({ transaction, prevalidate })
 })
-
-const isSqlError = (error: unknown): boolean =>
-  typeof error === "object" && error !== null && "_tag" in error && error._tag === "SqlError"
 
 /** The ResourceStore on the process's Writer and writer connection. */
 export const layer = Layer.effect(ResourceStore, make)
