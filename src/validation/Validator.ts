@@ -7,7 +7,7 @@
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { Issue } from "./Issue.ts"
 import { duplicateKeys, duplicateKeyText } from "./jsonKeys.ts"
-import type { QuestionnaireLookup } from "./questionnaire.ts"
+import type { QuestionnaireLookup } from "./questionnaire/find.ts"
 import type { FoundReference } from "./referencePolicy.ts"
 import { registryFor } from "./registry.ts"
 import { Walk } from "./walk.ts"
@@ -45,7 +45,7 @@ export interface ValidateOptions {
   readonly now?: number
 }
 
-export type { QuestionnaireLookup } from "./questionnaire.ts"
+export type { QuestionnaireLookup } from "./questionnaire/find.ts"
 
 export const validateResource = (resource: unknown, catalog: Catalog, options?: ValidateOptions): ReadonlyArray<Issue> => {
   const walk = new Walk(registryFor(catalog), options)

@@ -19,7 +19,7 @@ import type { Destination } from "./references.ts"
 import { checkValue, isResourceId, regexes } from "./primitives.ts"
 import { exampleUrlProblem, isExampleUrl } from "./exampleUrls.ts"
 import { isDefiningUrl } from "./uris.ts"
-import type { QuestionnaireLookup } from "./questionnaire.ts"
+import type { QuestionnaireLookup } from "./questionnaire/find.ts"
 import {
   aggregationOf, aggregationProblem, canonicalTargetProblem, checkReference, duplicateContainedIds, internalUrlProblem, narrativeLinkProblems,
   targetProfileProblem

@@ -1,4 +1,4 @@
-/** Questionnaires and QuestionnaireResponses checked against their Questionnaire (src/validation/questionnaire.ts). */
+/** Questionnaires and QuestionnaireResponses checked against their Questionnaire (src/validation/questionnaire/). */
 import { describe, expect } from "vitest"
 import type { Issue } from "../../src/validation/Validator.ts"
 import { validateResource } from "../../src/validation/Validator.ts"
