@@ -8,7 +8,7 @@
  * cannot stop what follows a COMMIT.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Context, Deferred, Effect, Fiber, FiberRef, Layer, Option, Queue, Ref } from "effect"
+import { Clock, Context, Effect, Fiber, FiberRef, Layer, Option, Ref } from "effect"
 import { Database } from "./Database.ts"
 import { type Change, ChangeSink, inProcess, systemOrigin, type WriteOrigin } from "./ChangeFeed.ts"
 import { type LeaseLost, WriterLease } from "./WriterLease.ts"
@@ -118,10 +118,20 @@ export const make = Effect.gen(function*() {
       })
     )
 
-  // The actor: one job at a time, each on a fiber of its own so that its caller can interrupt it.
-  const jobs = yield* Queue.bounded<Job>(queueCapacity)
+  // The actor: one job at a time, each on a fiber of its own so that its caller can interrupt it. The queue is
+  // a plain array with a resume function for the actor when it waits on an empty queue and for callers that
+  // wait for room: a queued command costs no Deferred, Queue or fiber-local copy (see docs/performance.md).
+  const jobs: Array<Job> = []
+  let idle: ((resume: Effect.Effect<void>) => void) | undefined
+  const waitingForRoom: Array<(resume: Effect.Effect<void>) => void> = []
+  const nextJob: Effect.Effect<Job> = Effect.suspend(() => {
+    const job = jobs.shift()
+    if (job === undefined) return Effect.zipRight(Effect.async<void>((resume) => void (idle = resume)), nextJob)
+    waitingForRoom.shift()?.(Effect.void)
+    return Effect.succeed(job)
+  })
   yield* Effect.gen(function*() {
-    const job = yield* Queue.take(jobs)
+    const job = yield* nextJob
     if (job.cancelled) return
     const fiber = yield* Effect.fork(job.run)
     job.fiber = fiber
@@ -135,31 +145,35 @@ export const make = Effect.gen(function*() {
     Effect.forkScoped
   )
 
+  /** Waits while `queueCapacity` commands are queued. */
+  const room: Effect.Effect<void> = Effect.suspend(() =>
+    jobs.length < queueCapacity ? Effect.void : Effect.zipRight(Effect.async<void>((resume) => void waitingForRoom.push(resume)), room)
+  )
+
   /**
    * Queues `effect` for the actor and waits for it. It runs with the caller's services; a caller interrupted while it waits takes its job off the queue, or interrupts
    * it where it runs (which, for a commit, stops only the command before COMMIT) and waits for it to end.
    */
   const submit = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function*() {
-        // The caller's services; the rest of its fiber-local state is the actor's (copying all of it cost a
-        // tenth of a create's time).
-        const context = yield* Effect.context<R>()
-        const done = yield* Deferred.make<A, E>()
+    Effect.zipRight(room, Effect.flatMap(Effect.context<R>(), (context) =>
+      // The caller's services; the rest of its fiber-local state is the actor's (copying all of it cost a
+      // tenth of a create's time).
+      Effect.async<A, E>((resume) => {
         const job: Job = {
           cancelled: false,
           fiber: undefined,
-          run: Effect.exit(Effect.provide(effect, context)).pipe(Effect.flatMap((exit) => Deferred.done(done, exit)))
+          run: Effect.map(Effect.exit(Effect.provide(effect, context)), resume)
         }
-        yield* restore(Queue.offer(jobs, job))
-        return yield* restore(Deferred.await(done)).pipe(
-          Effect.onInterrupt(() => {
-            job.cancelled = true
-            return job.fiber === undefined ? Effect.void : Fiber.interrupt(job.fiber)
-          })
-        )
-      })
-    )
+        jobs.push(job)
+        const wake = idle
+        idle = undefined
+        wake?.(Effect.void)
+        // Run when the caller is interrupted: the job is skipped if it has not started, interrupted if it has.
+        return Effect.suspend(() => {
+          job.cancelled = true
+          return job.fiber === undefined ? Effect.void : Effect.asVoid(Fiber.interrupt(job.fiber))
+        })
+      })))
 
   return Writer.of({
     commit: (command) => Effect.flatMap(FiberRef.get(currentOrigin), (origin) => submit(run(command, origin))),
