@@ -79,34 +79,87 @@ const rewriteUnits = 10
 /** Batch entries run between two yields to the event loop. */
 const batchEntriesPerYield = 16
 
+/** What differs between planning a transaction's entries before it is queued and planning them in it. */
+interface Planning<E, R> {
+  /** What an entry's condition matches: undefined for an entry without one. */
+  readonly match: (entry: Entry) => Effect.Effect<Plan["condition"], E, R>
+  /** The `Type/id` of each conditional reference in an entry's resource (see `resolveReferences`). */
+  readonly resolve: (entry: Entry, resource: Record<string, unknown>, created: ReadonlyMap<string, string>) => Effect.Effect<ReadonlyMap<string, string>, E, R>
+  /** The resources the transaction's writes change so far, so that a PUT or PATCH may not change one again. */
+  readonly touched: Touched
+  readonly pacer: Pacer
+}
+
 /**
- * The plans of a transaction whose entries name no condition (no `ifNoneExist`, no `Type?search` URL), made
- * before it is queued: each entry's id, and its resource with the Bundle's placeholders replaced, as the
- * transaction would make them. Undefined when that takes the database (a conditional reference) or ends in a
- * refusal (which the transaction then gives, after its DELETEs, as it would have).
+ * Each written entry's plan: the id it writes (matched by its condition or chosen in `ids`), and its resource
+ * with the Bundle's fullUrl placeholders and conditional references replaced. Conditions are matched first,
+ * in Bundle order, so that every fullUrl is known before any resource is rewritten; refusals name the entry.
  */
-const planAhead = (entries: ReadonlyArray<Entry>, ids: ReadonlyMap<number, string>) =>
+const planEntries = <E, R>(entries: ReadonlyArray<Entry>, ids: ReadonlyMap<number, string>, how: Planning<E, R>) =>
   Effect.gen(function*() {
     const plans = new Map<number, Plan>()
     const replacements = new Map<string, string>()
+    const created = new Map<string, string>()
     for (const entry of entries) {
       if (entry.method === "DELETE" || entry.method === "GET" || entry.method === "HEAD") continue
-      const id = entry.method === "POST" ? ids.get(entry.index) : entry.target._tag === "instance" ? entry.target.id : undefined
-      if (entry.fullUrl !== undefined && id !== undefined) replacements.set(entry.fullUrl, `${typeOf(entry)}/${id}`)
-      plans.set(entry.index, { resource: entry.resource, id: ids.get(entry.index), condition: undefined })
+      const condition = yield* how.match(entry)
+      const type = typeOf(entry)
+      let id: string | undefined
+      if (entry.method === "POST") {
+        id = condition?.match?.id ?? ids.get(entry.index)!
+        if (condition !== undefined) created.set(conditionKey(condition.condition), `${type}/${id}`)
+      } else if (entry.target._tag === "instance") {
+        id = entry.target.id
+      } else if (entry.method === "PUT") {
+        const target = updateTarget(type, condition?.match, entry.resource!, ids.get(entry.index))
+        if (target instanceof FhirError) return yield* inEntry(entry, target)
+        id = target.id
+      } else {
+        id = condition?.match?.id
+      }
+      const twice = entry.method === "POST" || id === undefined ? undefined : how.touched.add(entry, type, id)
+      if (twice) return yield* twice
+      if (entry.fullUrl !== undefined && id !== undefined) replacements.set(entry.fullUrl, `${type}/${id}`)
+      plans.set(entry.index, { resource: entry.resource, id: ids.get(entry.index), condition })
     }
-    const pacer = new Pacer(workPerYield)
     for (const entry of entries) {
       const plan = plans.get(entry.index)
-      if (plan?.resource === undefined) continue
-      const state: Rewrite = { replacements, unresolved: [] }
-      const resource = rewrite(plan.resource, state) as Record<string, unknown>
-      if (state.conditional === true || state.unresolved.length > 0) return undefined
+      if (plan?.resource === undefined || (entry.method === "POST" && plan.condition?.match !== undefined)) continue
+      // One pass rewrites the placeholders and notes whether there are conditional references; only then
+      // are they resolved (reading the database) and the rewrite done again with them.
+      let state: Rewrite = { replacements, unresolved: [] }
+      let resource = rewrite(plan.resource, state) as Record<string, unknown>
+      if (state.conditional === true) {
+        const references = yield* how.resolve(entry, plan.resource, created)
+        state = { replacements: references.size === 0 ? replacements : new Map([...replacements, ...references]), unresolved: [] }
+        resource = rewrite(plan.resource, state) as Record<string, unknown>
+      }
+      if (state.unresolved.length > 0) {
+        return yield* inEntry(entry, fail("invalid", `the reference ${state.unresolved[0]} matches no fullUrl of the Bundle`))
+      }
       plans.set(entry.index, { ...plan, resource })
-      yield* pacer.step(rewriteUnits)
+      yield* how.pacer.step(rewriteUnits)
     }
     return plans
   })
+
+/**
+ * The plans of a transaction whose entries name no condition (no `ifNoneExist`, no `Type?search` URL), made
+ * before it is queued, as the transaction would make them. Undefined when that takes the database (a
+ * conditional reference) or ends in a refusal (which the transaction then gives, after its DELETEs, as it
+ * would have). No id can be changed twice here: without conditions every write names its id in its URL, and
+ * `touchedTwice` has checked those.
+ */
+const planAhead = (entries: ReadonlyArray<Entry>, ids: ReadonlyMap<number, string>) =>
+  Effect.orElseSucceed(
+    planEntries(entries, ids, {
+      match: () => Effect.succeed(undefined),
+      resolve: () => Effect.fail("a conditional reference is resolved in the transaction"),
+      touched: new Touched(),
+      pacer: new Pacer(workPerYield)
+    }),
+    () => undefined
+  )
 
 /**
  * The resources of planned POST and PUT entries validated before the transaction is queued (their refusals
@@ -171,50 +224,13 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
         for (const [entry, plan] of deletes) results.set(entry.index, yield* named(entry, runEntry(env, entry, plan)))
 
         // 2. The other conditions are matched after the deletes; each fullUrl gets the resource its entry writes.
-        const plans = new Map<number, Plan>(ahead ?? [])
-        const replacements = new Map<string, string>()
-        const created = new Map<string, string>()
-        for (const entry of ahead === undefined ? entries : []) {
-          if (entry.method === "DELETE" || entry.method === "GET" || entry.method === "HEAD") continue
-          const condition = yield* matchOf(entry)
-          const type = typeOf(entry)
-          let id: string | undefined
-          if (entry.method === "POST") {
-            id = condition?.match?.id ?? ids.get(entry.index)!
-            if (condition !== undefined) created.set(conditionKey(condition.condition), `${type}/${id}`)
-          } else if (entry.target._tag === "instance") {
-            id = entry.target.id
-          } else if (entry.method === "PUT") {
-            const target = updateTarget(type, condition?.match, entry.resource!, ids.get(entry.index))
-            if (target instanceof FhirError) return yield* inEntry(entry, target)
-            id = target.id
-          } else {
-            id = condition?.match?.id
-          }
-          if (entry.method !== "POST") yield* touch(entry, id)
-          if (entry.fullUrl !== undefined && id !== undefined) replacements.set(entry.fullUrl, `${type}/${id}`)
-          plans.set(entry.index, { resource: entry.resource, id: ids.get(entry.index), condition })
-        }
-
         // 3. Placeholders and conditional references in every resource that is written.
-        for (const entry of ahead === undefined ? entries : []) {
-          const plan = plans.get(entry.index)
-          if (plan?.resource === undefined || (entry.method === "POST" && plan.condition?.match !== undefined)) continue
-          // One pass rewrites the placeholders and notes whether there are conditional references; only then
-          // are they resolved (reading the database) and the rewrite done again with them.
-          let state: Rewrite = { replacements, unresolved: [] }
-          let resource = rewrite(plan.resource, state) as Record<string, unknown>
-          if (state.conditional === true) {
-            const references = yield* named(entry, Effect.zipRight(settle(env), resolveReferences(env, entry, plan.resource, created)))
-            state = { replacements: references.size === 0 ? replacements : new Map([...replacements, ...references]), unresolved: [] }
-            resource = rewrite(plan.resource, state) as Record<string, unknown>
-          }
-          if (state.unresolved.length > 0) {
-            return yield* inEntry(entry, fail("invalid", `the reference ${state.unresolved[0]} matches no fullUrl of the Bundle`))
-          }
-          plans.set(entry.index, { ...plan, resource })
-          yield* env.pacer.step(rewriteUnits)
-        }
+        const plans = ahead ?? (yield* planEntries(entries, ids, {
+          match: matchOf,
+          resolve: (entry, resource, created) => named(entry, Effect.zipRight(settle(env), resolveReferences(env, entry, resource, created))),
+          touched,
+          pacer: env.pacer
+        }))
 
         // 4. POST, then PUT and PATCH, then GET and HEAD, each kind in Bundle order.
         // Consecutive plain creates are checked one by one and written together.
