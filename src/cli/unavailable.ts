@@ -28,7 +28,6 @@ const rows: ReadonlyArray<Row> = [
   { flags: ["--sdc-archiver"], setting: "features.sdc_archiver", what: "the SDC archiver", on: (c) => c.features.sdc_archiver },
   { flags: ["--role", "--standby"], setting: "cluster.role", what: "the standby and replica roles", on: (c) => c.cluster.role !== "primary" },
   { flags: ["--primary-url"], setting: "cluster.primary_url", what: "replicas", on: (c) => c.cluster.primary_url !== undefined },
-  { flags: [], setting: "rate_limit", what: "rate limits", on: (c) => c.rate_limit.enabled },
   { flags: [], setting: "quota", what: "quotas", on: (c) => c.quota.enabled }
 ]
 

@@ -124,6 +124,13 @@ const consistencyProblems = (config: AppConfig, settings: RawSettings): Readonly
     problems.push(`${at("cluster", "role")}: a replica needs cluster.primary_url (or SVC_PRIMARY_URL, --primary-url)`)
   }
 
+  // The buckets need a rate: a section that is on without one would limit nothing while seeming to.
+  if (rate_limit.enabled && rate_limit.requests_per_second === undefined) {
+    problems.push(
+      `${at("rate_limit", "requests_per_second")}: a [rate_limit] section that is on needs rate_limit.requests_per_second ` +
+        "(cost units per second; 0 limits only clients with an override) or enabled = false"
+    )
+  }
   const [dearestClass, dearest] = Object.entries(rate_limit.cost).reduce((a, b) => (b[1] > a[1] ? b : a))
   const checkBurst = (path: ReadonlyArray<string>, burst: number | undefined) => {
     if (burst !== undefined && burst < dearest) {
