@@ -22,6 +22,8 @@ export interface FleetMember {
   readonly serverId: string | undefined
   /** Servers sharing the limits now, at least 1: read synchronously per request. */
   readonly size: () => number
+  /** Heartbeats done (written or failed) since start. */
+  readonly beats: () => number
 }
 
 /**
@@ -55,24 +57,26 @@ const beat = (serverId: string) =>
 export const make = (servers: number | undefined, serverId: string = randomUUID()) =>
   Effect.gen(function*() {
     if (servers !== undefined) {
-      const member: FleetMember = { serverId: undefined, size: () => servers }
+      const member: FleetMember = { serverId: undefined, size: () => servers, beats: () => 0 }
       return member
     }
     const db = yield* Database
     const writer = yield* Writer
     let size = 1
+    let beats = 0
     const heartbeat = beat(serverId).pipe(
       Effect.tap((count) => Effect.sync(() => void (size = count))),
       Effect.catchAllCause((cause) => Effect.logWarning("rate limit heartbeat failed; the last fleet size stands", { size, cause })),
       Effect.provideService(Database, db),
-      Effect.provideService(Writer, writer)
+      Effect.provideService(Writer, writer),
+      Effect.ensuring(Effect.sync(() => void beats++))
     )
     yield* heartbeat
     yield* Effect.addFinalizer(() =>
       writer.commit(() => db.writer`DELETE FROM svc_servers WHERE server_id = ${serverId}`).pipe(Effect.ignoreLogged)
     )
     yield* Effect.forkScoped(Effect.repeat(heartbeat, Schedule.spaced(heartbeatEvery)).pipe(Effect.delay(heartbeatEvery)))
-    const member: FleetMember = { serverId, size: () => size }
+    const member: FleetMember = { serverId, size: () => size, beats: () => beats }
     return member
   })
 

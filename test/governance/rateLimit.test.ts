@@ -1,8 +1,9 @@
 /** The token buckets, the anonymous and client limits, memory bound, and the small counters for SMART and /sync. */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Schema, TestClock } from "effect"
+import { Effect, Exit, Schema, TestClock } from "effect"
 import type { IncomingMessage } from "node:http"
-import { RateLimitSection } from "../../src/config/AppConfig.ts"
+import { refuseUnavailable } from "../../src/cli/unavailable.ts"
+import { AppConfig, RateLimitSection } from "../../src/config/AppConfig.ts"
 import type { Refusal } from "../../src/http/FrontDoor.ts"
 import type { Principal } from "../../src/http/Principal.ts"
 import { classify } from "../../src/http/Route.ts"
@@ -291,4 +292,15 @@ describe("counters for SMART and /sync", () => {
     expect(liveQueryAllowed(2, 2)).toBe(false)
     expect(liveQueryAllowed(undefined, 1_000_000)).toBe(true)
   })
+})
+
+describe("start-up", () => {
+  it.effect("[rate_limit] is no longer refused as unavailable; [quota] still is", () =>
+    Effect.gen(function*() {
+      const limited = Schema.decodeUnknownSync(AppConfig)({ rate_limit: { requests_per_second: 5 } })
+      expect(Exit.isSuccess(yield* Effect.exit(refuseUnavailable(limited, [])))).toBe(true)
+      const quota = Schema.decodeUnknownSync(AppConfig)({ rate_limit: { requests_per_second: 5 }, quota: { requests_per_day: 5 } })
+      const refused = yield* Effect.flip(refuseUnavailable(quota, []))
+      expect(refused.message).toBe("quota: quotas is not available in this build yet")
+    }))
 })
