@@ -172,7 +172,7 @@ const throttled = (limit: Limit, costClass: CostClass, cost: number, retryAfter:
   status: 429,
   code: "throttled",
   diagnostics: `rate limit exceeded: ${limit.name} (${show(limit.rate)} cost units per second, burst ${show(limit.burst)}` +
-    `${part < 1 ? `, this server's share ${show(part)}` : ""}); a ${costClass} costs ${show(cost)}; retry after ${retryAfter} s`,
+    `${part < 1 ? `, this server's share ${show(part)}` : ""}); a request of class ${costClass} costs ${show(cost)}; retry after ${retryAfter} s`,
   headers: { "retry-after": String(retryAfter) }
 })
 

@@ -84,7 +84,7 @@ describe("rate limit buckets", () => {
       const { refusal, headers } = ask(exportRoute, caller)
       expect(refusal).toMatchObject({ status: 429, code: "throttled", headers: { "retry-after": "5" } })
       expect(refusal!.diagnostics).toContain("the default limit (4 cost units per second, burst 20)")
-      expect(refusal!.diagnostics).toContain("a export costs 20")
+      expect(refusal!.diagnostics).toContain("a request of class export costs 20")
       expect(headers).toEqual({ "ratelimit-limit": "20", "ratelimit-remaining": "0", "ratelimit-reset": "5" })
       // A refused request takes nothing: after 1.5 s, 6 units, so 14 short of an export: 4 s (3.5 rounded up).
       yield* TestClock.adjust("1500 millis")

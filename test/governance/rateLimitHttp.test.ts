@@ -51,7 +51,7 @@ for (const backend of backends.filter((b) => b.kind !== "memory")) {
             expect(refused.json.issue[0].diagnostics).toContain("the anonymous limit (1 cost units per second, burst 20)")
           }
           // The same answer but for the class named.
-          expect(refusedRead.json.issue[0].diagnostics.replace("a read", "a write")).toBe(refusedWrite.json.issue[0].diagnostics)
+          expect(refusedRead.json.issue[0].diagnostics.replace("class read", "class write")).toBe(refusedWrite.json.issue[0].diagnostics)
           expect([...refusedRead.headers.keys()].filter((name) => name !== "date").sort())
             .toEqual([...refusedWrite.headers.keys()].filter((name) => name !== "date").sort())
         }))
