@@ -9,6 +9,7 @@ import { Context, Effect, Layer } from "effect"
 import type { AppConfig } from "../config/AppConfig.ts"
 import type { DoorRules } from "../http/FrontDoor.ts"
 import type { RootHandler } from "../http/RootRoutes.ts"
+import * as Metering from "./Metering.ts"
 
 /** `metering.*`, `request_log.*`, `audit.*`, `rate_limit.*`, `quota.*`, and whether `--smart` is on. */
 export class GovernanceSettings extends Context.Tag("svc/governance/GovernanceSettings")<GovernanceSettings, {
@@ -52,6 +53,9 @@ export class Governance extends Context.Tag("svc/governance/Governance")<Governa
  * does not count against a quota.
  */
 export const layer = Layer.scoped(Governance, Effect.gen(function*() {
+  const settings = yield* GovernanceSettings
   const parts: Array<GovernanceRules> = []
+  const metering = yield* Metering.make({ enabled: settings.metering.enabled, smart: settings.smart })
+  parts.push(metering.rules)
   return combine(parts)
 }))
