@@ -339,7 +339,12 @@ export const make = (options: MeteringOptions): Effect.Effect<Metering, never, D
 
 const dayPattern = /^\d{4}-\d{2}-\d{2}$/
 
-const isDay = (text: string): boolean => dayPattern.test(text) && utcDay(Date.parse(`${text}T00:00:00Z`)) === text
+const isDay = (text: string): boolean => {
+  if (!dayPattern.test(text)) return false
+  const millis = Date.parse(`${text}T00:00:00Z`)
+  // A day that does not exist (the 30th of February) parses as another, or not at all.
+  return !Number.isNaN(millis) && utcDay(millis) === text
+}
 
 const usageParameters = new Set(["client", "from", "to", "class", "limit", "offset"])
 

@@ -182,6 +182,15 @@ for (const backend of backends) {
         expect(yield* m.totals("app")).toEqual({ day: { requests: 0, writes: 0, bytes: 0 }, month: { requests: 0, writes: 0, bytes: 0 } })
       })))
 
+    it.scoped("off, adds no listener and starts no flushes", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        const m = yield* make({ enabled: false, smart: false })
+        expect(m.rules.listeners).toEqual([])
+        expect(Object.keys(m.rules.routes)).toEqual(["/_usage"])
+        yield* TestClock.adjust("1 minute")
+        expect(yield* stored).toEqual([])
+      })))
+
     it.scoped("answers the rows a query selects, newest day first, after storing its own counts", () =>
       withStore(backend.kind, Effect.gen(function*() {
         yield* TestClock.setTime(start)
@@ -227,6 +236,7 @@ describe("the /_usage query", () => {
   it("names what it cannot read", () => {
     const cases: ReadonlyArray<readonly [string, string]> = [
       ["from=2026-02-30", "from"],
+      ["from=2026-13-01", "from"],
       ["to=26-11-01", "to"],
       ["from=2026-11-02&to=2026-11-01", "from (2026-11-02) is after to (2026-11-01)"],
       ["class=reads", "class must be one of"],
