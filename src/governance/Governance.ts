@@ -10,6 +10,7 @@ import type { AppConfig } from "../config/AppConfig.ts"
 import type { DoorRules } from "../http/FrontDoor.ts"
 import type { RootHandler } from "../http/RootRoutes.ts"
 import * as RateLimit from "./RateLimit.ts"
+import * as Metering from "./Metering.ts"
 
 /** `metering.*`, `request_log.*`, `audit.*`, `rate_limit.*`, `quota.*`, and whether `--smart` is on. */
 export class GovernanceSettings extends Context.Tag("svc/governance/GovernanceSettings")<GovernanceSettings, {
@@ -56,5 +57,7 @@ export const layer = Layer.scoped(Governance, Effect.gen(function*() {
   const settings = yield* GovernanceSettings
   const parts: Array<GovernanceRules> = []
   parts.push(yield* RateLimit.rules(settings))
+  const metering = yield* Metering.make({ enabled: settings.metering.enabled, smart: settings.smart })
+  parts.push(metering.rules)
   return combine(parts)
 }))
