@@ -11,6 +11,7 @@ import type { DoorRules } from "../http/FrontDoor.ts"
 import type { RootHandler } from "../http/RootRoutes.ts"
 import * as RateLimit from "./RateLimit.ts"
 import * as Metering from "./Metering.ts"
+import * as RequestLog from "./Requests.ts"
 
 /** `metering.*`, `request_log.*`, `audit.*`, `rate_limit.*`, `quota.*`, and whether `--smart` is on. */
 export class GovernanceSettings extends Context.Tag("svc/governance/GovernanceSettings")<GovernanceSettings, {
@@ -59,5 +60,6 @@ export const layer = Layer.scoped(Governance, Effect.gen(function*() {
   parts.push(yield* RateLimit.rules(settings))
   const metering = yield* Metering.make({ enabled: settings.metering.enabled, smart: settings.smart })
   parts.push(metering.rules)
+  parts.push(yield* RequestLog.rules)
   return combine(parts)
 }))
