@@ -277,6 +277,7 @@ export const make = (options: RequestLogOptions): Effect.Effect<RequestLogStore,
         Effect.flatMap(SqlClient.SqlClient, (sql) => sql`INSERT INTO svc_request_log ${sql.insert(rows.map(record))}`)
       ).pipe(Effect.provideService(SqlClient.SqlClient, db.writer))
 
+    let failing = false
     const flush = lock.withPermits(1)(Effect.suspend(() => {
       const rows = buffer.take()
       if (rows.length === 0) return Effect.void
@@ -286,15 +287,24 @@ export const make = (options: RequestLogOptions): Effect.Effect<RequestLogStore,
         body: () => insert(rows.slice(written, written + batchRows)),
         step: () => void (written = Math.min(rows.length, written + batchRows))
       })
-      return batches.pipe(Effect.catchAllCause((cause) =>
-        Effect.zipRight(
-          Effect.sync(() => buffer.putBack(rows.slice(written))),
-          Effect.logWarning("request log rows could not be stored; they wait in memory and are tried again", {
-            waiting: buffer.size(),
-            dropped: buffer.notStored().dropped
-          }, cause)
+      return batches.pipe(
+        Effect.zipRight(Effect.suspend(() => {
+          if (!failing) return Effect.void
+          failing = false
+          return Effect.logInfo("request log rows are stored again", { dropped: buffer.notStored().dropped })
+        })),
+        Effect.catchAllCause((cause) =>
+          Effect.suspend(() => {
+            buffer.putBack(rows.slice(written))
+            // One warning for an outage, not one a second.
+            if (failing) return Effect.void
+            failing = true
+            return Effect.logWarning("request log rows could not be stored; they wait in memory and are tried again every second", {
+              waiting: buffer.size()
+            }, cause)
+          })
         )
-      ))
+      )
     }))
 
     const prune = Effect.gen(function*() {

@@ -3,11 +3,14 @@
  * Effect edge answered alike, newest first, paged by its `next` links, filtered, unreadable parameters
  * refused by name, refusals past `refused_per_second` counted, and a 404 when nothing is stored.
  */
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
+import { GovernanceSettings } from "../../src/governance/Governance.ts"
+import * as Requests from "../../src/governance/Requests.ts"
 import { AdmissionPolicies, type AdmissionPolicy } from "../../src/http/FrontDoor.ts"
 import { backends } from "../support/backends.ts"
 import { call, startServer, type TestServer } from "../support/server.ts"
+import { withStore } from "../support/store.ts"
 
 /** Refuses, as a rate limit would, every request that asks to be refused. */
 const refuseAsked: AdmissionPolicy = (_route, _principal, request) =>
@@ -158,4 +161,14 @@ describe("GET /_requests with request_log.store = false", () => {
         expect(reply.json.issue[0].diagnostics).toBe("the request log is not stored: request_log.store = false")
       }))
   })
+})
+
+describe("the request log part", () => {
+  it.scoped("adds no listener with request_log.store = false, only the endpoint's 404", () =>
+    withStore("memory", Effect.gen(function*() {
+      const settings = { requestLog: { enabled: true, store: false, retention_hours: 24, refused_per_second: 20 }, smart: false }
+      const rules = yield* Requests.rules.pipe(Effect.provideService(GovernanceSettings, settings as unknown as GovernanceSettings["Type"]))
+      expect(rules.listeners).toEqual([])
+      expect(Object.keys(rules.routes)).toEqual(["/_requests"])
+    })))
 })
