@@ -28,6 +28,7 @@ import { layer as writerLayer } from "../db/Writer.ts"
 import { alwaysHeld, type WriterLease } from "../db/WriterLease.ts"
 import { indexForSearch, prepareConformance } from "./Conformance.ts"
 import { GovernanceSettings, layer as governanceLayer, settingsOf as governanceSettingsOf } from "../governance/Governance.ts"
+import { AuditKey, commitHookLayer, noAuditKey } from "../governance/audit/AuditTrail.ts"
 
 /** `database.*` and `cluster.db_pool`: what the database is and how it is opened. */
 export class DatabaseSettings extends Context.Tag("svc/app/DatabaseSettings")<DatabaseSettings, DatabaseOptions>() {}
@@ -99,7 +100,10 @@ const indexed = Layer.effectDiscard(Effect.flatMap(Effect.flatMap(CatalogService
  */
 const writerGraph = (role: string) => {
   const opened = Layer.provideMerge(migrated(role), database)
-  const store = Layer.provideMerge(Layer.provideMerge(resourceStoreLayer, writerLayer), opened)
+  // The Writer appends a change's audit rows in the change's transaction: its hook is made from the settings
+  // and the chain's key (src/governance/audit/AuditTrail.ts).
+  const writing = Layer.provide(writerLayer, commitHookLayer)
+  const store = Layer.provideMerge(Layer.provideMerge(resourceStoreLayer, writing), opened)
   const catalogued = Layer.provideMerge(catalog, store)
   const indexing = Layer.provideMerge(Layer.provideMerge(indexed, backfillLayer()), catalogued)
   // After the first indexing, so that the statistics' first refresh sees the index it plans searches over.
@@ -127,11 +131,11 @@ export const AppLayer = (role: string) =>
  * writes its database; `overrides` (a test's) takes the place of any of these inputs.
  */
 export const appLayerOf = <O extends AppInput = never, E = never>(config: AppConfig, overrides?: Layer.Layer<O, E>) => {
-  const inputs = Layer.merge(configLayer(config), alwaysHeld)
+  const inputs = Layer.mergeAll(configLayer(config), alwaysHeld, noAuditKey)
   return AppLayer(config.cluster.role).pipe(Layer.provideMerge(overrides === undefined ? inputs : Layer.merge(inputs, overrides)))
 }
 
 /** What the graph is built from besides the readiness reporter: any of these a test may give its own. */
-export type AppInput = DatabaseSettings | ConformanceSettings | StoreSettings | RestSettings | GovernanceSettings | PackageFetcher | WriterLease
+export type AppInput = DatabaseSettings | ConformanceSettings | StoreSettings | RestSettings | GovernanceSettings | PackageFetcher | WriterLease | AuditKey
 
 export type { Database }

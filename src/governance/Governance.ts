@@ -12,6 +12,7 @@ import type { RootHandler } from "../http/RootRoutes.ts"
 import * as RateLimit from "./RateLimit.ts"
 import * as Metering from "./Metering.ts"
 import * as RequestLog from "./Requests.ts"
+import * as AuditTrail from "./audit/AuditTrail.ts"
 
 /** `metering.*`, `request_log.*`, `audit.*`, `rate_limit.*`, `quota.*`, and whether `--smart` is on. */
 export class GovernanceSettings extends Context.Tag("svc/governance/GovernanceSettings")<GovernanceSettings, {
@@ -61,5 +62,6 @@ export const layer = Layer.scoped(Governance, Effect.gen(function*() {
   const metering = yield* Metering.make({ enabled: settings.metering.enabled, smart: settings.smart })
   parts.push(metering.rules)
   parts.push(yield* RequestLog.rules)
+  parts.push(yield* AuditTrail.rules)
   return combine(parts)
 }))

@@ -85,6 +85,8 @@ export interface Completion {
   readonly client: string
   readonly method: string
   readonly path: string
+  /** The path with its query, as received (the audit trail keeps a search's query). */
+  readonly url: string
   readonly status: number
   /** The request's `Content-Length`, when it gave one. */
   readonly bytesIn: number | undefined
@@ -200,6 +202,7 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
       client: admission.client,
       method: admission.method,
       path,
+      url: admission.url,
       status,
       bytesIn: admission.bytesIn,
       bytesOut,
