@@ -193,9 +193,9 @@ export const make: Effect.Effect<AuditTrail, never, GovernanceSettings | AuditKe
   if (audit.enabled) {
     // Registered before the loop starts, so it runs after the loop is stopped: what is left is appended.
     yield* Effect.addFinalizer(() =>
-      drain.pipe(Effect.timeout(Duration.seconds(5)), Effect.ignore, Effect.zipRight(Effect.sync(() => {
-        if (buffer.length > 0 || lost > 0) console.error(`svc: ${buffer.length + lost} audit events could not be written at shutdown`)
-      })))
+      drain.pipe(Effect.timeout(Duration.seconds(5)), Effect.ignore, Effect.zipRight(Effect.suspend(() =>
+        buffer.length > 0 || lost > 0 ? Effect.logError(`${buffer.length + lost} audit events could not be written before the process stopped`) : Effect.void
+      )))
     )
     yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
       if (buffer.length === 0 && lost === 0) yield* nextPush
