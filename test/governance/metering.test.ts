@@ -27,6 +27,7 @@ const requests = {
 const completion = (principal: Principal, kind: keyof typeof requests, extra: Partial<Completion> = {}): Completion => ({
   principal,
   route: classify(requests[kind][0], requests[kind][1]),
+  url: requests[kind][1],
   requestId: "r",
   client: principal.address,
   method: requests[kind][0],

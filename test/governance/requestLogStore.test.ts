@@ -25,6 +25,7 @@ const completion = (overrides: Partial<Completion> & { readonly url?: string } =
     client: "10.0.0.1",
     method,
     path: url.split("?")[0]!,
+    url,
     status: 200,
     bytesIn: undefined,
     bytesOut: 120,
