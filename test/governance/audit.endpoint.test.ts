@@ -93,4 +93,28 @@ describe.each(backends.filter((backend) => backend.kind !== "memory"))("/_audit 
       expect(codes(all.json).slice(0, 3)).toEqual(["admin", "read", "create"])
       expect(entries(all.json)[1]!.resource.outcome).toBe("4")
     }), 120_000)
+
+  it.scopedLive.skipIf(skip)("records the requests the rate limit refused at the front door, reads and writes alike", () =>
+    Effect.gen(function*() {
+      // Reads and writes cost 10 of a burst of 20, refilled at one unit a second: two requests pass.
+      const server = yield* startServer(kind, {
+        rate_limit: { requests_per_second: 1, burst: 20, cost: { read: 10, write: 10 } },
+        audit: { unattributed_per_second: 0 },
+        // The trail is read as another caller (by X-Forwarded-For), whose bucket is full.
+        server: { trusted_proxy_hops: 1 }
+      })
+      const created = yield* call("POST", `${server.base}/Patient`, { body: patient })
+      expect(created.status).toBe(201)
+      const id = created.json.id as string
+      expect((yield* call("GET", `${server.base}/Patient/${id}`)).status).toBe(200)
+      expect((yield* call("GET", `${server.base}/Patient/${id}`)).status).toBe(429)
+      expect((yield* call("POST", `${server.base}/Patient`, { body: patient })).status).toBe(429)
+      const refused = yield* call("GET", `${server.url}/_audit?outcome=4`, { headers: { "x-forwarded-for": "10.9.9.9" } })
+      expect(refused.status).toBe(200)
+      const events = entries(refused.json).map((entry) => entry.resource as any)
+      expect(events.map((event) => [event.subtype[0].code, event.action, event.outcomeDesc])).toEqual([
+        ["create", "C", "POST /fhir/Patient: HTTP 429"],
+        ["read", "R", `GET /fhir/Patient/${id}: HTTP 429`]
+      ])
+    }), 120_000)
 })
