@@ -10,7 +10,7 @@ import { GovernanceSettings, settingsOf } from "../../src/governance/Governance.
 import { AuditKey, commitHookLayer, make as makeTrail } from "../../src/governance/audit/AuditTrail.ts"
 import { append, type ChainKey, cutOlder, verify } from "../../src/governance/audit/chain.ts"
 import { changeEvent } from "../../src/governance/audit/events.ts"
-import { backends, freshDatabase } from "../support/backends.ts"
+import { backends, freshDatabase, pgAvailable } from "../support/backends.ts"
 
 const key: ChainKey = Redacted.make("0123456789abcdef-audit-key")
 
@@ -156,6 +156,30 @@ describe.each(backends)("the audit chain on $kind", ({ kind, skip }) => {
       expect(value).toBe(2)
       expect(yield* verified).toMatchObject({ ok: true, rows_checked: 2, from_seq: 2 })
     })))
+})
+
+describe.skipIf(!pgAvailable)("one chain however many servers append", () => {
+  it.scoped("two processes' Writers appending at once to one Postgres database make one chain that verifies", () =>
+    Effect.gen(function*() {
+      const options = yield* freshDatabase("postgres")
+      const first = yield* Layer.build(databaseLayer(options))
+      yield* migrate({ fhirVersion: "r4" }).pipe(Effect.provide(first))
+      const second = yield* Layer.build(databaseLayer(options))
+      const server = (database: Context.Context<Database>, name: string) =>
+        Effect.gen(function*() {
+          const writer = yield* Layer.build(Layer.provide(writerLayer, Layer.succeedContext(database)))
+          const db = Context.get(database, Database)
+          yield* Effect.forEach(Array.from({ length: 20 }, (_, i) => i), (i) =>
+            Context.get(writer, Writer).commit(() =>
+              append(db.writer, db.dialect, key, [1, 2, 3].map((n) => changeEvent(1_000_000 + i, { actor: name, requestId: null }, change(`${name}-${i}-${n}`))))
+            ), { discard: true })
+        })
+      yield* Effect.all([server(first, "a"), server(second, "b")], { concurrency: 2 })
+      const db = Context.get(first, Database)
+      expect(yield* verify(db.writer, key)).toMatchObject({ ok: true, rows_checked: 120 })
+      const agents = yield* db.writer<{ agent: string; n: number | string }>`SELECT agent, count(*) AS n FROM svc_audit GROUP BY agent ORDER BY agent`
+      expect(agents.map((row) => [row.agent, Number(row.n)])).toEqual([["a", 60], ["b", 60]])
+    }))
 })
 
 describe("the audit chain's key", () => {
