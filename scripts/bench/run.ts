@@ -260,11 +260,19 @@ const main = async (): Promise<void> => {
       const drop = onCleanup("dropping the Postgres database", database.drop)
       measured.push(...(await benchSvc({ kind: "postgres", url: database.url }, workDir)))
       await drop()
+      const ungovernedDatabase = await createBenchDatabase()
+      const dropUngoverned = onCleanup("dropping the Postgres database", ungovernedDatabase.drop)
+      measured.push(...(await benchUngoverned({ kind: "postgres", url: ungovernedDatabase.url }, workDir)))
+      await dropUngoverned()
       if (packages !== undefined) {
         const r4Database = await postgresR4(workDir, packages, progress)
         const dropR4 = onCleanup("dropping the Postgres database", r4Database.drop)
         measured.push(...(await benchSvcR4(r4Database.backend, workDir, packages)))
         await dropR4()
+        const ungovernedR4 = await postgresR4(workDir, packages, progress)
+        const dropUngovernedR4 = onCleanup("dropping the Postgres database", ungovernedR4.drop)
+        measured.push(...(await benchUngovernedIngest(ungovernedR4.backend, workDir, packages)))
+        await dropUngovernedR4()
       }
     }
   }
