@@ -56,6 +56,13 @@ export const batchRows = 500
 /** How often retention looks for rows past `audit.retention_days`. */
 export const retentionInterval = Duration.hours(1)
 
+/**
+ * How long the appender gathers events after the first one before it appends them, unless `batchRows` are
+ * waiting or someone waits for them (`flush`): at thousands of reads a second, one commit then carries
+ * hundreds of events instead of a few, and the Writer is not taken from the writes once per read.
+ */
+export const gatherFor = Duration.millis(200)
+
 /** How long a failed append waits before it tries again. */
 const retryAfter = Duration.seconds(1)
 
@@ -94,6 +101,8 @@ export const make: Effect.Effect<AuditTrail, never, GovernanceSettings | AuditKe
   let lost = 0
   let failing = false
   let wake: (() => void) | undefined
+  // Set while the appender gathers: resumes it before `gatherFor` has passed.
+  let hurry: (() => void) | undefined
   const waiters: Array<{ readonly target: number; readonly resume: () => void }> = []
 
   const push = (entry: Entry) => {
@@ -105,6 +114,13 @@ export const make: Effect.Effect<AuditTrail, never, GovernanceSettings | AuditKe
     enqueued += 1
     const resume = wake
     wake = undefined
+    resume?.()
+    if (buffer.length >= batchRows) hurryUp()
+  }
+
+  const hurryUp = () => {
+    const resume = hurry
+    hurry = undefined
     resume?.()
   }
 
@@ -190,6 +206,21 @@ export const make: Effect.Effect<AuditTrail, never, GovernanceSettings | AuditKe
     return sampled > 0 ? Effect.race(pushed, Effect.sleep(Duration.seconds(1))) : pushed
   })
 
+  /** Waits `gatherFor`, or less when a batch is full or someone waits for the events (`flush`). */
+  const gather: Effect.Effect<void> = Effect.suspend(() =>
+    buffer.length >= batchRows || waiters.length > 0
+      ? Effect.void
+      : Effect.race(
+        Effect.async<void>((resume) => {
+          // The race starts this side on a fiber of its own: a flush or a full batch may have come meanwhile.
+          if (buffer.length >= batchRows || waiters.length > 0) return resume(Effect.void)
+          hurry = () => resume(Effect.void)
+          return Effect.sync(() => void (hurry = undefined))
+        }),
+        Effect.sleep(gatherFor)
+      )
+  )
+
   if (audit.enabled) {
     // Registered before the loop starts, so it runs after the loop is stopped: what is left is appended.
     yield* Effect.addFinalizer(() =>
@@ -199,6 +230,9 @@ export const make: Effect.Effect<AuditTrail, never, GovernanceSettings | AuditKe
     )
     yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
       if (buffer.length === 0 && lost === 0) yield* nextPush
+      // A second of counted refusals that has closed is queued before the wait, so that a flush waits for it.
+      closeSecond(clock.unsafeCurrentTimeMillis())
+      yield* gather
       const ok = yield* drain
       if (!ok) yield* Effect.sleep(retryAfter)
     })))
@@ -234,6 +268,7 @@ export const make: Effect.Effect<AuditTrail, never, GovernanceSettings | AuditKe
     return Effect.async<void>((resume) => {
       const waiter = { target, resume: () => resume(Effect.void) }
       waiters.push(waiter)
+      hurryUp()
       return Effect.sync(() => {
         const at = waiters.indexOf(waiter)
         if (at !== -1) waiters.splice(at, 1)
