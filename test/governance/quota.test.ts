@@ -7,11 +7,12 @@
 import { NodeFileSystem } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import type { IncomingMessage } from "node:http"
-import { Effect, Schema, TestClock } from "effect"
+import { Effect, Layer, Schema, TestClock } from "effect"
 import { AppConfig } from "../../src/config/AppConfig.ts"
+import { Governance, GovernanceSettings, layer as governanceLayer, settingsOf as governanceSettingsOf } from "../../src/governance/Governance.ts"
 import { make as makeMetering, type Metering } from "../../src/governance/Metering.ts"
 import { limitsOf, make as makeQuota, type Quota, resetOf } from "../../src/governance/Quota.ts"
-import type { Completion, Refusal } from "../../src/http/FrontDoor.ts"
+import { admit, type Completion, type Refusal } from "../../src/http/FrontDoor.ts"
 import { anonymous, type Principal } from "../../src/http/Principal.ts"
 import { classify } from "../../src/http/Route.ts"
 import { backends } from "../support/backends.ts"
@@ -207,6 +208,32 @@ for (const backend of backends.filter((b) => b.kind !== "memory")) {
         yield* a.quota.awaitReads(2)
         expect(refused(ask(b, caller)).diagnostics).toContain("requests_per_day = 3 for client app, 4 counted")
         expect(refused(ask(a, caller)).diagnostics).toContain("requests_per_day = 3 for client app, 4 counted")
+      })))
+
+    it.scoped("the rate limit is asked first: a throttled request does not count against the quota", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        yield* TestClock.setTime(Date.parse("2026-11-26T10:00:00Z"))
+        const config = Schema.decodeUnknownSync(AppConfig)({
+          rate_limit: { requests_per_second: 1, burst: 20, cost: { read: 20, export: 20 }, servers: 1 },
+          quota: { requests_per_day: 2 }
+        })
+        const rules = yield* Layer.build(governanceLayer.pipe(
+          Layer.provide(Layer.succeed(GovernanceSettings, governanceSettingsOf(config)))
+        )).pipe(Effect.map((context) => context.unsafeMap.get(Governance.key) as Governance["Type"]))
+        const door = admit(rules.policies)
+        const caller = anonymous("10.0.0.6")
+        const read = () => {
+          const verdict = door(classify("GET", "/fhir/Patient/1"), caller, {} as IncomingMessage, () => {})
+          const done = completion(caller, "read", 10)
+          for (const listener of rules.listeners) listener(verdict._tag === "Refused" ? { ...done, status: verdict.status } : done)
+          return verdict
+        }
+        expect(read()._tag).toBe("Admitted")
+        expect(read()).toMatchObject({ status: 429, diagnostics: expect.stringContaining("rate limit exceeded") })
+        yield* TestClock.adjust("20 seconds")
+        expect(read()._tag).toBe("Admitted")
+        yield* TestClock.adjust("20 seconds")
+        expect(read()).toMatchObject({ status: 429, diagnostics: expect.stringContaining("requests_per_day = 2 for address 10.0.0.6, 2 counted") })
       })))
 
     it.scoped("subjects not seen for ten refreshes are not reread until they come back; a month later they are gone", () =>
