@@ -243,6 +243,8 @@ export const make = (options: QuotaOptions) =>
     const listener: CompletionListener = (completion: Completion) => {
       // Refused by the rate limit or by a quota: not counted, as metering does not count it.
       if (completion.status === 429) return
+      // The completion's caller is the admission's: a request counted as running here ends here. (When SMART
+      // resolves tokens on the edge, a caller admitted by address and completed by client must end both.)
       const subject = subjects.get(subjectOf(completion.principal))
       if (subject === undefined) return
       const write = isWrite(completion.route.cost)
