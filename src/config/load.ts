@@ -107,7 +107,7 @@ const mergeLayers = (input: ConfigInput, file: string | undefined, fromFile: Rec
 const consistencyProblems = (config: AppConfig, settings: RawSettings): ReadonlyArray<string> => {
   const at = (...path: ReadonlyArray<string>) => where(settings.originOf(path), path)
   const problems: Array<string> = []
-  const { database, cluster, rate_limit, smart, server } = config
+  const { database, cluster, rate_limit, quota, metering, smart, server } = config
 
   if (database.kind === "postgres" && database.postgres_url === undefined) {
     problems.push(
@@ -144,6 +144,14 @@ const consistencyProblems = (config: AppConfig, settings: RawSettings): Readonly
   checkBurst(["rate_limit", "anonymous_burst"], rate_limit.anonymous_burst)
   for (const [client, limit] of Object.entries(rate_limit.clients)) {
     if (limit.requests_per_second !== 0) checkBurst(["rate_limit", "clients", client, "burst"], limit.burst)
+  }
+
+  // Quotas count what metering stores: without it a quota would only ever see this server's counts since its last read.
+  if (quota.enabled && !metering.enabled) {
+    problems.push(
+      `${at("quota", "enabled")}: a [quota] section that is on needs metering (quotas count metering's totals); ` +
+        "set metering.enabled = true or quota.enabled = false"
+    )
   }
 
   const host = parseBind(server.bind)?.host ?? ""

@@ -13,6 +13,7 @@ import * as RateLimit from "./RateLimit.ts"
 import * as Metering from "./Metering.ts"
 import * as RequestLog from "./Requests.ts"
 import * as AuditTrail from "./audit/AuditTrail.ts"
+import * as Quota from "./Quota.ts"
 
 /** `metering.*`, `request_log.*`, `audit.*`, `rate_limit.*`, `quota.*`, and whether `--smart` is on. */
 export class GovernanceSettings extends Context.Tag("svc/governance/GovernanceSettings")<GovernanceSettings, {
@@ -58,8 +59,10 @@ export class Governance extends Context.Tag("svc/governance/Governance")<Governa
 export const layer = Layer.scoped(Governance, Effect.gen(function*() {
   const settings = yield* GovernanceSettings
   const parts: Array<GovernanceRules> = []
-  parts.push(yield* RateLimit.rules(settings))
+  // Quotas read metering's counts: it is made first, its rules come last.
   const metering = yield* Metering.make({ enabled: settings.metering.enabled, smart: settings.smart })
+  parts.push(yield* RateLimit.rules(settings))
+  parts.push(yield* Quota.rules(settings.quota, metering))
   parts.push(metering.rules)
   parts.push(yield* RequestLog.rules)
   parts.push(yield* AuditTrail.rules)

@@ -97,6 +97,15 @@ export interface Metering {
   readonly flush: Effect.Effect<void, SqlError | LeaseLost>
   /** The day's and month's totals of `client` (as `/_usage?client=` reads it), stored and not yet flushed. */
   readonly totals: (client: string) => Effect.Effect<ClientTotals, SqlError>
+  /**
+   * The totals of many clients at once (keys as `totals` takes them, answered under the same keys), read in
+   * batches. `onRead` gets them, with the UTC day they are of, in the same synchronous step as the counts
+   * not yet flushed are added (quotas start counting afresh there).
+   */
+  readonly totalsMany: (
+    clients: ReadonlyArray<string>,
+    onRead?: (day: string, totals: ReadonlyMap<string, ClientTotals>) => void
+  ) => Effect.Effect<ReadonlyMap<string, ClientTotals>, SqlError>
   /** The stored rows `query` selects, after a flush (so that they hold this server's latest counts). */
   readonly usage: (query: UsageQuery) => Effect.Effect<ReadonlyArray<UsageRow>, SqlError>
   /** Entries held in memory now (for tests and the bound). */
@@ -131,6 +140,14 @@ export const clientMatch = (client: string): { readonly exact: string; readonly 
 }
 
 const zero = (): { requests: number; writes: number; bytes: number } => ({ requests: 0, writes: 0, bytes: 0 })
+
+const zeros = () => ({ day: zero(), month: zero() })
+
+const push = <K, V>(map: Map<K, Array<V>>, key: K, value: V) => {
+  const list = map.get(key)
+  if (list === undefined) map.set(key, [value])
+  else list.push(value)
+}
 
 const isWrite = (cls: string): boolean => cls === "write" || cls === "bundle"
 
@@ -228,34 +245,69 @@ export const make = (options: MeteringOptions): Effect.Effect<Metering, never, D
     // Whole or not at all: an interrupted flush must not lose the counts it took.
     const flush = turn.withPermits(1)(Effect.uninterruptible(flushNow))
 
-    const totals = (client: string): Effect.Effect<ClientTotals, SqlError> =>
+    const totalsMany = (
+      clients: ReadonlyArray<string>,
+      onRead?: (day: string, totals: ReadonlyMap<string, ClientTotals>) => void
+    ): Effect.Effect<ReadonlyMap<string, ClientTotals>, SqlError> =>
       turn.withPermits(1)(Effect.gen(function*() {
         const day = today()
         const monthStart = `${day.slice(0, 8)}01`
-        const { exact, usersOf } = clientMatch(client)
-        const rows = yield* db.withReader((sql) =>
-          sql<{ day: string; class: string; requests: number | string; bytes: number | string }>`
-            SELECT day, class, sum(requests) AS requests, sum(bytes_in + bytes_out) AS bytes FROM svc_usage
-            WHERE day >= ${monthStart} AND day <= ${day}
-              AND (client = ${exact}${usersOf === undefined ? sql`` : sql` OR substr(client, 1, ${usersOf.length}) = ${usersOf}`})
-            GROUP BY day, class`
-        )
-        const dayTotals = zero()
-        const monthTotals = zero()
-        const add = (rowDay: string, cls: string, requests: number, bytes: number) => {
+        // Each stored key adds to the clients that select it: exactly, or as one of a client's users.
+        const exact = new Map<string, Array<ReturnType<typeof zeros>>>()
+        const users = new Map<string, Array<ReturnType<typeof zeros>>>()
+        const result = new Map<string, ReturnType<typeof zeros>>()
+        for (const client of clients) {
+          if (result.has(client)) continue
+          const totals = zeros()
+          result.set(client, totals)
+          const match = clientMatch(client)
+          push(exact, match.exact, totals)
+          if (match.usersOf !== undefined) push(users, match.usersOf, totals)
+        }
+        const targets = (key: string) => {
+          const at = key.indexOf("/user:")
+          const ofUser = at === -1 ? undefined : users.get(key.slice(0, at + 6))
+          const own = exact.get(key)
+          return ofUser === undefined ? own ?? [] : own === undefined ? ofUser : [...own, ...ofUser]
+        }
+        const add = (rowDay: string, key: string, cls: string, requests: number, bytes: number) => {
           if (rowDay < monthStart || rowDay > day) return
-          for (const t of rowDay === day ? [dayTotals, monthTotals] : [monthTotals]) {
-            t.requests += requests
-            t.bytes += bytes
-            if (isWrite(cls)) t.writes += requests
+          for (const totals of targets(key)) {
+            for (const t of rowDay === day ? [totals.day, totals.month] : [totals.month]) {
+              t.requests += requests
+              t.bytes += bytes
+              if (isWrite(cls)) t.writes += requests
+            }
           }
         }
-        for (const row of rows) add(row.day, row.class, Number(row.requests), Number(row.bytes))
-        for (const c of counts.values()) {
-          if (c.client === exact || (usersOf !== undefined && c.client.startsWith(usersOf))) add(c.day, c.cls, c.requests, c.bytesIn + c.bytesOut)
+        const wanted = [...result.keys()]
+        // A hundred clients a statement: a few hundred parameters, well under either database's limit.
+        for (let i = 0; i < wanted.length; i += 100) {
+          const rows = yield* db.withReader((sql) => {
+            const selected = wanted.slice(i, i + 100).map((client) => {
+              const { exact, usersOf } = clientMatch(client)
+              return usersOf === undefined
+                ? sql`client = ${exact}`
+                : sql`(client = ${exact} OR substr(client, 1, ${usersOf.length}) = ${usersOf})`
+            })
+            return sql<{ day: string; client: string; class: string; requests: number | string; bytes: number | string }>`
+              SELECT day, client, class, sum(requests) AS requests, sum(bytes_in + bytes_out) AS bytes FROM svc_usage
+              WHERE day >= ${monthStart} AND day <= ${day} AND ${sql.or(selected)}
+              GROUP BY day, client, class`
+          })
+          for (const row of rows) add(row.day, row.client, row.class, Number(row.requests), Number(row.bytes))
         }
-        return { day: dayTotals, month: monthTotals }
+        // The counts held here and `onRead` in one synchronous step: no request is counted between them, so
+        // a caller that counts on its own from `onRead` on neither misses nor repeats one.
+        return yield* Effect.sync(() => {
+          for (const c of counts.values()) add(c.day, c.client, c.cls, c.requests, c.bytesIn + c.bytesOut)
+          onRead?.(day, result)
+          return result
+        })
       }))
+
+    const totals = (client: string): Effect.Effect<ClientTotals, SqlError> =>
+      Effect.map(totalsMany([client]), (all) => all.get(client)!)
 
     const usage = (query: UsageQuery): Effect.Effect<ReadonlyArray<UsageRow>, SqlError> =>
       turn.withPermits(1)(Effect.gen(function*() {
@@ -332,6 +384,7 @@ export const make = (options: MeteringOptions): Effect.Effect<Metering, never, D
       listener,
       flush,
       totals,
+      totalsMany,
       usage,
       held: () => counts.size
     }
