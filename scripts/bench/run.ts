@@ -19,9 +19,9 @@ import { postgresR4, sqliteR4 } from "./template.ts"
 import { formatTable, type Report, type Row, writeJson } from "./report.ts"
 import { seedFloor, seedSvc } from "./seed.ts"
 import { syntheaMissing } from "./ingest.ts"
-import { type Backend, npmRegistry, type Packages, root, startFloor, startSvc } from "./servers.ts"
+import { type Backend, npmRegistry, type Packages, root, startFloor, startSvc, ungoverned } from "./servers.ts"
 import { formatValidation, measureValidation } from "./validation.ts"
-import { describeGoal, type DrivenWorkload, isDriven, type LoadWorkload, onSynthea, quickBundles, readById, type Target, type Workload, workloads } from "./suite.ts"
+import { describeGoal, type DrivenWorkload, ingestFour, isDriven, type LoadWorkload, onSynthea, quickBundles, readById, type Target, type Workload, workloads } from "./suite.ts"
 
 const usage = `usage: npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest]
   --quick        3 s per workload after a 2 s warm-up (default 10 s after 5 s); ${quickBundles} Synthea bundles (default all 55)
@@ -138,6 +138,45 @@ const benchSvcR4 = async (backend: Backend, workDir: string, packages: Packages)
   return measured
 }
 
+/** The server name of the rows measured with governance off. */
+const ungovernedServer = "svc, governance off"
+
+/**
+ * Read by id on a svc like `benchSvc`'s with governance off (no metering, no stored request log, no audit
+ * trail), to compare with the default server's in the same run (docs/governance.md, "What it costs").
+ */
+const benchUngoverned = async (backend: Backend, workDir: string): Promise<Array<Measured>> => {
+  progress(`svc ${backend.kind} with governance off: starting`)
+  const child = await startSvc(backend, workDir, undefined, { name: `svc-${backend.kind}-ungoverned`, config: ungoverned })
+  const ids = await seedSvc(child.url, settings.poolSize)
+  const measured = await measureAll(child, { server: ungovernedServer, backend: backend.kind, url: child.url, ids }, [readById])
+  await child.stop()
+  return measured
+}
+
+/** The ingest at 4 connections on a svc with governance off, on a fresh copy of the R4 template. */
+const benchUngovernedIngest = async (backend: Backend, workDir: string, packages: Packages): Promise<Array<Measured>> => {
+  progress(`svc ${backend.kind} with the real R4 packages and governance off: starting`)
+  const child = await startSvc(backend, workDir, packages, { name: `svc-${backend.kind}-r4-ungoverned`, config: ungoverned })
+  const measured = await measureAll(child, { server: ungovernedServer, backend: backend.kind, url: child.url, ids: [] }, [ingestFour])
+  await child.stop()
+  return measured
+}
+
+/** What governance's defaults keep of the server's speed, against its targets (issue: read by id 85%, ingest 90%). */
+const governanceShares = (measured: ReadonlyArray<Measured>) => {
+  const shares: Array<{ readonly workload: string; readonly backend: string; readonly share: number; readonly target: number }> = []
+  const pairs = [{ workload: readById.name, connections: readById.connections, target: 0.85, rate: (m: Measured) => m.reqPerSec },
+    { workload: ingestFour.name, connections: ingestFour.connections, target: 0.9, rate: (m: Measured) => m.resourcesPerSec ?? 0 }]
+  for (const pair of pairs) {
+    for (const off of measured.filter((m) => m.server === ungovernedServer && m.workload === pair.workload && m.connections === pair.connections)) {
+      const on = measured.find((m) => m.server === "svc" && m.backend === off.backend && m.workload === pair.workload && m.connections === pair.connections)
+      if (on !== undefined && pair.rate(off) > 0) shares.push({ workload: pair.workload, backend: off.backend, share: pair.rate(on) / pair.rate(off), target: pair.target })
+    }
+  }
+  return shares
+}
+
 /** The median of three restarts (one with --quick) on the database the Synthea workloads left: process start to `/readyz` 200. */
 const measureRestart = async (backend: Backend, workDir: string, packages: Packages): Promise<number> => {
   const restarts = quick ? 1 : 3
@@ -201,9 +240,12 @@ const main = async (): Promise<void> => {
   const packages = await r4Packages()
   const measured: Array<Measured> = [...(await benchFloor(workDir))]
   measured.push(...(await benchSvc({ kind: "sqlite", file: join(workDir, "svc.sqlite") }, workDir)))
+  measured.push(...(await benchUngoverned({ kind: "sqlite", file: join(workDir, "svc-ungoverned.sqlite") }, workDir)))
   if (packages !== undefined) {
     const backend = await sqliteR4(join(workDir, "svc-r4.sqlite"), workDir, packages, progress)
     measured.push(...(await benchSvcR4(backend, workDir, packages)))
+    const ungovernedBackend = await sqliteR4(join(workDir, "svc-r4-ungoverned.sqlite"), workDir, packages, progress)
+    measured.push(...(await benchUngovernedIngest(ungovernedBackend, workDir, packages)))
   }
 
   if (flags["sqlite-only"]) {
@@ -218,16 +260,25 @@ const main = async (): Promise<void> => {
       const drop = onCleanup("dropping the Postgres database", database.drop)
       measured.push(...(await benchSvc({ kind: "postgres", url: database.url }, workDir)))
       await drop()
+      const ungovernedDatabase = await createBenchDatabase()
+      const dropUngoverned = onCleanup("dropping the Postgres database", ungovernedDatabase.drop)
+      measured.push(...(await benchUngoverned({ kind: "postgres", url: ungovernedDatabase.url }, workDir)))
+      await dropUngoverned()
       if (packages !== undefined) {
         const r4Database = await postgresR4(workDir, packages, progress)
         const dropR4 = onCleanup("dropping the Postgres database", r4Database.drop)
         measured.push(...(await benchSvcR4(r4Database.backend, workDir, packages)))
         await dropR4()
+        const ungovernedR4 = await postgresR4(workDir, packages, progress)
+        const dropUngovernedR4 = onCleanup("dropping the Postgres database", ungovernedR4.drop)
+        measured.push(...(await benchUngovernedIngest(ungovernedR4.backend, workDir, packages)))
+        await dropUngovernedR4()
       }
     }
   }
 
   const rows = withRatios(measured)
+  const governance = governanceShares(measured)
   for (const row of rows) {
     if (row.non2xx > 0 || row.errors > 0) {
       notices.push(`${row.workload} on ${row.server} ${row.backend}: ${row.non2xx} non-2xx responses, ${row.errors} connection errors (status codes ${JSON.stringify(row.statusCodes)})`)
@@ -239,7 +290,7 @@ const main = async (): Promise<void> => {
   const elapsedSeconds = Math.round((performance.now() - startedAtMs) / 1000)
   const report: Report = {
     startedAt, elapsedSeconds, loadAverageAtStart, quick, settings, workloads: described, rows, serverPeakRssMb,
-    serverRssAfterRunMb, rssAfterRunTargetMb, notices, validation, restartMs
+    serverRssAfterRunMb, rssAfterRunTargetMb, notices, validation, restartMs, governance
   }
   const file = writeJson(report)
 
@@ -256,6 +307,10 @@ const main = async (): Promise<void> => {
   if (validation !== undefined) console.log(formatValidation(validation))
   const restarts = Object.entries(restartMs).map(([kind, ms]) => `${kind} ${(ms / 1000).toFixed(2)} s${ms <= restartTargetMs ? "" : " (MISSED)"}`)
   if (restarts.length > 0) console.log(`Restart to /readyz with the R4 packages installed (median of 3, 1 with --quick; target < ${restartTargetMs / 1000} s): ${restarts.join(", ")}`)
+  if (governance.length > 0) {
+    console.log(`Governance on (its defaults) against off, same run: ${governance.map((g) =>
+      `${g.workload} on ${g.backend} ${(100 * g.share).toFixed(0)}% (target >= ${100 * g.target}%${g.share >= g.target ? "" : ", MISSED"})`).join(", ")}`)
+  }
   for (const notice of notices) console.log(`NOTICE: ${notice}`)
   console.log(`Written: ${relative(root, file)} (${elapsedSeconds} s in all)`)
 }

@@ -78,10 +78,16 @@ export const startSvc = (
   backend: Backend,
   workDir: string,
   packages: Packages = { kind: "stand-in" },
-  options: { readonly nodeArgs?: ReadonlyArray<string>; readonly name?: string; readonly killAfterMs?: number } = {}
+  options: {
+    readonly nodeArgs?: ReadonlyArray<string>
+    readonly name?: string
+    readonly killAfterMs?: number
+    /** The configuration file's text; every setting at its default when not given. */
+    readonly config?: string
+  } = {}
 ): Promise<Child> => {
-  const config = join(workDir, "svc.toml")
-  writeFileSync(config, "# svc bench: every setting at its default\n")
+  const config = join(workDir, `${options.name ?? "svc"}.toml`)
+  writeFileSync(config, options.config ?? "# svc bench: every setting at its default\n")
   const database = backend.kind === "sqlite" ? ["--sqlite", backend.file] : ["--postgres", backend.url]
   return startChild({
     name: options.name ?? `svc-${backend.kind}${packages.kind === "r4" ? "-r4" : ""}`,
@@ -94,6 +100,9 @@ export const startSvc = (
     ...(options.killAfterMs === undefined ? {} : { killAfterMs: options.killAfterMs })
   })
 }
+
+/** The configuration of a svc with governance off (metering, the stored request log, the audit trail), to price it. */
+export const ungoverned = "# svc bench: governance off\n[metering]\nenabled = false\n[request_log]\nstore = false\n[audit]\nenabled = false\n"
 
 /** Starts the floor server (floor.ts) on a better-sqlite3 file written by `seedFloor`. */
 export const startFloor = (file: string, workDir: string): Promise<Child> =>

@@ -4,7 +4,7 @@
  * opened and locked, migrated (by the process that writes; another checks it is), the Writer and the
  * ResourceStore are made, the packages installed and the catalog built, the search index brought up to
  * date, then the planner statistics and the catalog reload follow the change feed; the `$operations` are served
- * with these services.
+ * with these services, and governance (src/governance/) adds its rules to the front door.
  *
  * The graph reads the configuration only through its sections, each a Tag of the module that reads it
  * (`configLayer` makes them from an AppConfig); the writer lease is an input too. A test gives its own
@@ -27,6 +27,8 @@ import { layer as resourceStoreLayer, StoreSettings } from "../store/ResourceSto
 import { layer as writerLayer } from "../db/Writer.ts"
 import { alwaysHeld, type WriterLease } from "../db/WriterLease.ts"
 import { indexForSearch, prepareConformance } from "./Conformance.ts"
+import { GovernanceSettings, layer as governanceLayer, settingsOf as governanceSettingsOf } from "../governance/Governance.ts"
+import { AuditKey, commitHookLayer, noAuditKey } from "../governance/audit/AuditTrail.ts"
 
 /** `database.*` and `cluster.db_pool`: what the database is and how it is opened. */
 export class DatabaseSettings extends Context.Tag("svc/app/DatabaseSettings")<DatabaseSettings, DatabaseOptions>() {}
@@ -46,7 +48,9 @@ export const databaseOptions = (config: AppConfig): DatabaseOptions => ({
 })
 
 /** The sections of `config` the graph reads, and the package fetcher its `conformance.*` settings make. */
-export const configLayer = (config: AppConfig): Layer.Layer<DatabaseSettings | ConformanceSettings | StoreSettings | RestSettings | PackageFetcher> =>
+export const configLayer = (
+  config: AppConfig
+): Layer.Layer<DatabaseSettings | ConformanceSettings | StoreSettings | RestSettings | GovernanceSettings | PackageFetcher> =>
   Layer.mergeAll(
     Layer.succeed(DatabaseSettings, databaseOptions(config)),
     Layer.succeed(ConformanceSettings, { fhirVersion: config.fhir.version, packages: config.conformance.packages }),
@@ -60,6 +64,7 @@ export const configLayer = (config: AppConfig): Layer.Layer<DatabaseSettings | C
       maxPatchOperations: config.server.max_patch_operations
     }),
     Layer.succeed(RestSettings, { publicUrl: config.server.public_url }),
+    Layer.succeed(GovernanceSettings, governanceSettingsOf(config)),
     fetcherLayer(optionsFromConfig(config.conformance))
   )
 
@@ -95,12 +100,16 @@ const indexed = Layer.effectDiscard(Effect.flatMap(Effect.flatMap(CatalogService
  */
 const writerGraph = (role: string) => {
   const opened = Layer.provideMerge(migrated(role), database)
-  const store = Layer.provideMerge(Layer.provideMerge(resourceStoreLayer, writerLayer), opened)
+  // The Writer appends a change's audit rows in the change's transaction: its hook is made from the settings
+  // and the chain's key (src/governance/audit/AuditTrail.ts).
+  const writing = Layer.provide(writerLayer, commitHookLayer)
+  const store = Layer.provideMerge(Layer.provideMerge(resourceStoreLayer, writing), opened)
   const catalogued = Layer.provideMerge(catalog, store)
   const indexing = Layer.provideMerge(Layer.provideMerge(indexed, backfillLayer()), catalogued)
   // After the first indexing, so that the statistics' first refresh sees the index it plans searches over.
   const following = Layer.provideMerge(Layer.merge(statisticsLayer(), catalogReloadLayer()), indexing)
-  return Layer.provideMerge(operationsLayer, following)
+  // Governance (metering, the request log, audit, limits) is installed on the front door once these are built.
+  return Layer.provideMerge(Layer.merge(operationsLayer, governanceLayer), following)
 }
 
 /** A role whose graph this build does not have. */
@@ -122,11 +131,11 @@ export const AppLayer = (role: string) =>
  * writes its database; `overrides` (a test's) takes the place of any of these inputs.
  */
 export const appLayerOf = <O extends AppInput = never, E = never>(config: AppConfig, overrides?: Layer.Layer<O, E>) => {
-  const inputs = Layer.merge(configLayer(config), alwaysHeld)
+  const inputs = Layer.mergeAll(configLayer(config), alwaysHeld, noAuditKey)
   return AppLayer(config.cluster.role).pipe(Layer.provideMerge(overrides === undefined ? inputs : Layer.merge(inputs, overrides)))
 }
 
 /** What the graph is built from besides the readiness reporter: any of these a test may give its own. */
-export type AppInput = DatabaseSettings | ConformanceSettings | StoreSettings | RestSettings | PackageFetcher | WriterLease
+export type AppInput = DatabaseSettings | ConformanceSettings | StoreSettings | RestSettings | GovernanceSettings | PackageFetcher | WriterLease | AuditKey
 
 export type { Database }

@@ -13,6 +13,7 @@ import { Backfill, progressDetails } from "../search/Backfill.ts"
 import { Writer } from "../db/Writer.ts"
 import { ChangeFeed } from "../db/ChangeFeed.ts"
 import { type AppInput, appLayerOf } from "./AppLayer.ts"
+import { Governance } from "../governance/Governance.ts"
 import { defaultOptions as idleCollectOptions, processProbes, run as runIdleCollect } from "./IdleCollect.ts"
 import { makePeerList } from "../http/ClientAddress.ts"
 import { cachedProbe, Readiness } from "../http/Readiness.ts"
@@ -38,8 +39,11 @@ const listenAddress = (bind: string): ListenOptions => {
 }
 
 /** FHIR paths go to the FHIR app; every other path to the root route table (a 404 OperationOutcome where it has none). */
-const routeByPrefix = <E>(fhir: Effect.Effect<HttpServerResponse.HttpServerResponse, E, HttpServerRequest.HttpServerRequest>) => {
-  const root = RootRoutes.app(RootRoutes.rootRoutes)
+const routeByPrefix = <E>(
+  fhir: Effect.Effect<HttpServerResponse.HttpServerResponse, E, HttpServerRequest.HttpServerRequest>,
+  handlers: Readonly<Record<string, RootRoutes.RootHandler>>
+) => {
+  const root = RootRoutes.app(RootRoutes.withHandlers(RootRoutes.rootRoutes, handlers))
   return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
     request.url === basePath || request.url.startsWith(`${basePath}/`) || request.url.startsWith(`${basePath}?`) ? fhir : root)
 }
@@ -61,7 +65,7 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
     const databaseScope = yield* Scope.make()
     yield* Effect.addFinalizer(() => Scope.close(databaseScope, Exit.void))
 
-    const { address, fast } = yield* listen(listenAddress(config.server.bind), edgeOptions(config))
+    const { address, door, fast } = yield* listen(listenAddress(config.server.bind), edgeOptions(config))
     // Registered after the server, so it runs before the server drains: from then on every request is a 503.
     yield* Effect.addFinalizer(() => readiness.stopping)
     yield* Effect.logInfo("listening", address._tag === "TcpAddress" ? { host: address.hostname, port: address.port } : { path: address.path })
@@ -77,7 +81,9 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       maxBundleEntries: config.server.max_bundle_entries,
       maxPageBytes: config.server.max_page_bytes
     }).pipe(Effect.provide(services))
-    const app = routeByPrefix(fhir.pipe(Effect.provide(services)))
+    const governance = Context.get(services, Governance)
+    const app = routeByPrefix(fhir.pipe(Effect.provide(services)), governance.routes)
+    door.install(governance)
 
     // A full garbage collection when the server falls idle, so that memory an ingest grew goes back.
     const idle = { collections: 0, releases: 0 }

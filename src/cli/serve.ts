@@ -4,6 +4,7 @@ import { Duration, Effect, Layer } from "effect"
 import { loadAppConfig } from "../config/load.ts"
 import { redact } from "../config/Secrets.ts"
 import { start } from "../app/Start.ts"
+import { AuditKey } from "../governance/audit/AuditTrail.ts"
 import { layer as readinessLayer } from "../http/Readiness.ts"
 import { drainTimeout, servingAppLayer } from "../http/Server.ts"
 import * as Log from "../logging/Log.ts"
@@ -30,7 +31,8 @@ export const runServe = (input: ServeInput) =>
       Layer.provideMerge(sink)
     )
     yield* Effect.scoped(Effect.gen(function*() {
-      yield* start(loaded.config)
+      // The audit chain's key is a secret: it comes from the environment, not the configuration.
+      yield* start(loaded.config, Layer.succeed(AuditKey, loaded.secrets.auditKey))
       // Registered last, so it is armed first when shutdown begins.
       yield* Effect.addFinalizer(() => Effect.sync(armShutdownLimit))
       return yield* Effect.never

@@ -27,9 +27,7 @@ const rows: ReadonlyArray<Row> = [
   { flags: ["--trace-engine"], setting: "features.trace_engine", what: "the trace engine", on: (c) => c.features.trace_engine },
   { flags: ["--sdc-archiver"], setting: "features.sdc_archiver", what: "the SDC archiver", on: (c) => c.features.sdc_archiver },
   { flags: ["--role", "--standby"], setting: "cluster.role", what: "the standby and replica roles", on: (c) => c.cluster.role !== "primary" },
-  { flags: ["--primary-url"], setting: "cluster.primary_url", what: "replicas", on: (c) => c.cluster.primary_url !== undefined },
-  { flags: [], setting: "rate_limit", what: "rate limits", on: (c) => c.rate_limit.enabled },
-  { flags: [], setting: "quota", what: "quotas", on: (c) => c.quota.enabled }
+  { flags: ["--primary-url"], setting: "cluster.primary_url", what: "replicas", on: (c) => c.cluster.primary_url !== undefined }
 ]
 
 /** The flags refused at start-up because their capability is not built yet (`--role primary` is not). */

@@ -107,7 +107,7 @@ const mergeLayers = (input: ConfigInput, file: string | undefined, fromFile: Rec
 const consistencyProblems = (config: AppConfig, settings: RawSettings): ReadonlyArray<string> => {
   const at = (...path: ReadonlyArray<string>) => where(settings.originOf(path), path)
   const problems: Array<string> = []
-  const { database, cluster, rate_limit, smart, server } = config
+  const { database, cluster, rate_limit, quota, metering, smart, server } = config
 
   if (database.kind === "postgres" && database.postgres_url === undefined) {
     problems.push(
@@ -124,6 +124,13 @@ const consistencyProblems = (config: AppConfig, settings: RawSettings): Readonly
     problems.push(`${at("cluster", "role")}: a replica needs cluster.primary_url (or SVC_PRIMARY_URL, --primary-url)`)
   }
 
+  // The buckets need a rate: a section that is on without one would limit nothing while seeming to.
+  if (rate_limit.enabled && rate_limit.requests_per_second === undefined) {
+    problems.push(
+      `${at("rate_limit", "requests_per_second")}: a [rate_limit] section that is on needs rate_limit.requests_per_second ` +
+        "(cost units per second; 0 limits only clients with an override) or enabled = false"
+    )
+  }
   const [dearestClass, dearest] = Object.entries(rate_limit.cost).reduce((a, b) => (b[1] > a[1] ? b : a))
   const checkBurst = (path: ReadonlyArray<string>, burst: number | undefined) => {
     if (burst !== undefined && burst < dearest) {
@@ -137,6 +144,14 @@ const consistencyProblems = (config: AppConfig, settings: RawSettings): Readonly
   checkBurst(["rate_limit", "anonymous_burst"], rate_limit.anonymous_burst)
   for (const [client, limit] of Object.entries(rate_limit.clients)) {
     if (limit.requests_per_second !== 0) checkBurst(["rate_limit", "clients", client, "burst"], limit.burst)
+  }
+
+  // Quotas count what metering stores: without it a quota would only ever see this server's counts since its last read.
+  if (quota.enabled && !metering.enabled) {
+    problems.push(
+      `${at("quota", "enabled")}: a [quota] section that is on needs metering (quotas count metering's totals); ` +
+        "set metering.enabled = true or quota.enabled = false"
+    )
   }
 
   const host = parseBind(server.bind)?.host ?? ""

@@ -58,6 +58,8 @@ export type FeedEvent = Committed | FellBehind
 export interface WriteOrigin {
   readonly actor: string
   readonly requestId: string | null
+  /** The caller's network address, for the audit trail; absent for the server's own writes. */
+  readonly client?: string
 }
 
 export const systemOrigin: WriteOrigin = { actor: "system", requestId: null }

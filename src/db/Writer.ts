@@ -49,6 +49,19 @@ export class Writer extends Context.Tag("svc/db/Writer")<Writer, {
 }>() {}
 
 /**
+ * What else a commit that changed resources writes in its own transaction, after the command and before the
+ * lease's last check and COMMIT: the audit trail's rows (src/governance/audit/), so that an acknowledged write
+ * always has its row and a rolled-back one has none. Looked up once when the Writer is made; undefined (or
+ * absent) writes nothing.
+ */
+export class CommitHook extends Context.Tag("svc/db/CommitHook")<CommitHook, ((
+  sql: Database["Type"]["writer"],
+  commitTs: number,
+  origin: WriteOrigin,
+  changes: ReadonlyArray<Change>
+) => Effect.Effect<void, SqlError>) | undefined>() {}
+
+/**
  * SQLite's WAL is copied back into the database file (a checkpoint, with its fsync of the file) by the
  * commit that takes it past this many pages; SQLite's default is 1000 (4 MB), which a transaction Bundle
  * of a few hundred resources passes at nearly every commit. At 10000 pages (40 MB) a checkpoint comes
@@ -87,6 +100,7 @@ export const make = Effect.gen(function*() {
   const last = yield* Ref.make(Number(rows[0]?.ts ?? 0))
   const count = yield* Ref.make(0)
   const sink = yield* ChangeSink
+  const hook = Option.getOrUndefined(yield* Effect.serviceOption(CommitHook))
 
   /** One commit, on the actor's turn: only the command may be interrupted, before COMMIT. */
   const run = <A, E, R>(command: (context: CommitContext) => Effect.Effect<A, E, R>, origin: WriteOrigin) =>
@@ -96,7 +110,7 @@ export const make = Effect.gen(function*() {
         const commitTs = nextCommitTs(Number(now / 1000n), yield* Ref.get(last))
         const changes: Array<Change> = []
         // The transaction rolls back when the command fails or is interrupted; the lease is checked before
-        // the command and again right before COMMIT, after the commit's row of the change log.
+        // the command and again right before COMMIT, after the commit's row of the change log and its audit rows.
         const value = yield* sql.withTransaction(
           lease.pipe(
             Effect.zipRight(restore(command({ commitTs, record: (change) => void changes.push(change) }))),
@@ -105,6 +119,7 @@ export const make = Effect.gen(function*() {
                 INSERT INTO svc_commits (commit_ts, actor, request_id)
                 VALUES (${commitTs}, ${origin.actor}, ${origin.requestId})`
             ),
+            Effect.tap(() => hook === undefined || changes.length === 0 ? Effect.void : hook(sql, commitTs, origin, changes)),
             Effect.tap(() => lease)
           )
         )

@@ -32,13 +32,22 @@ export const admitted = { _tag: "Admitted" } as const
 
 export type Verdict = typeof admitted | Refusal
 
-/** One rule of admission (scopes, rate limit, quota): in memory, without waiting; undefined lets the request pass. */
-export type AdmissionPolicy = (route: Route, principal: Principal, request: IncomingMessage) => Refusal | undefined
+/** Sets a header on the answer, whoever gives it (a rate limit's `RateLimit-Remaining` on an admitted request). */
+export type SetHeader = (name: string, value: string) => void
+
+const noHeaders: SetHeader = () => {}
+
+/**
+ * One rule of admission (scopes, rate limit, quota): in memory, without waiting; undefined lets the request
+ * pass. A rule may set headers on the answer with `setHeader`, admitted or refused.
+ */
+export type AdmissionPolicy = (route: Route, principal: Principal, request: IncomingMessage, setHeader: SetHeader) => Refusal | undefined
 
 /** The policies in order: the first refusal stands; with none, every request is admitted. */
-export const admit = (policies: ReadonlyArray<AdmissionPolicy>) => (route: Route, principal: Principal, request: IncomingMessage): Verdict => {
+export const admit = (policies: ReadonlyArray<AdmissionPolicy>) =>
+(route: Route, principal: Principal, request: IncomingMessage, setHeader: SetHeader = noHeaders): Verdict => {
   for (const policy of policies) {
-    const refusal = policy(route, principal, request)
+    const refusal = policy(route, principal, request, setHeader)
     if (refusal !== undefined) return refusal
   }
   return admitted
@@ -76,6 +85,8 @@ export interface Completion {
   readonly client: string
   readonly method: string
   readonly path: string
+  /** The path with its query, as received (the audit trail keeps a search's query). */
+  readonly url: string
   readonly status: number
   /** The request's `Content-Length`, when it gave one. */
   readonly bytesIn: number | undefined
@@ -109,7 +120,18 @@ export interface FrontDoorOptions {
   readonly settled?: (response: ServerResponse) => void
 }
 
+/** What the services of a started server add to the front door (src/governance/): read at every request. */
+export interface DoorRules {
+  readonly policies: ReadonlyArray<AdmissionPolicy>
+  readonly listeners: ReadonlyArray<CompletionListener>
+}
+
 export interface FrontDoor {
+  /**
+   * Adds `rules` after those the door was made with: the server listens before its database is open, and the
+   * rules that need it (metering, rate limits over the fleet, quotas) come with the services.
+   */
+  readonly install: (rules: DoorRules) => void
   /**
    * Admits a request and hooks its completion; undefined when it was refused (and answered). Called once
    * per request, from the listener; the edge finds the admission with `admissionOf`.
@@ -138,10 +160,17 @@ const single = (value: string | ReadonlyArray<string> | undefined): string | und
 const outcomeType = "application/fhir+json; charset=utf-8"
 
 export const make = (options: FrontDoorOptions): FrontDoor => {
-  const { clock, listeners, sink, trusted } = options
+  const { clock, sink, trusted } = options
   const resolve = options.resolve ?? anonymousResolver
-  const judge = admit(options.policies)
+  let listeners = options.listeners
+  let judge = admit(options.policies)
+  let policies = options.policies
   const settled = options.settled
+  const install = (rules: DoorRules) => {
+    policies = [...policies, ...rules.policies]
+    judge = admit(policies)
+    listeners = [...listeners, ...rules.listeners]
+  }
 
   const complete = (admission: Admission, aborted: boolean, fallbackStatus: number) => {
     if (admission.completed) return
@@ -173,6 +202,7 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
       client: admission.client,
       method: admission.method,
       path,
+      url: admission.url,
       status,
       bytesIn: admission.bytesIn,
       bytesOut,
@@ -231,7 +261,7 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
   const enter = (request: IncomingMessage, response: ServerResponse): Admission | undefined => {
     const entered = admission(request)
     response.on("close", closed)
-    const verdict = judge(entered.route, entered.principal, request)
+    const verdict = judge(entered.route, entered.principal, request, (name, value) => response.setHeader(name, value))
     if (verdict._tag === "Admitted") return entered
     const body = refusalBody(entered, verdict)
     // In the order the edge sends an OperationOutcome's headers.
@@ -251,10 +281,12 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
       entered.closed = true
       if (!entered.inEdge) complete(entered, entered.status === undefined, 499)
     })
-    const verdict = judge(entered.route, entered.principal, request)
+    // The headers rules set go on a refusal only: an admitted upgrade is answered by its endpoint.
+    const set: Record<string, string> = {}
+    const verdict = judge(entered.route, entered.principal, request, (name, value) => void (set[name] = value))
     if (verdict._tag === "Admitted") return entered
     const body = refusalBody(entered, verdict)
-    const extra = Object.entries(verdict.headers ?? {}).map(([name, value]) => `${name}: ${value}\r\n`).join("")
+    const extra = Object.entries({ ...set, ...verdict.headers }).map(([name, value]) => `${name}: ${value}\r\n`).join("")
     socket.end(
       `HTTP/1.1 ${verdict.status} ${STATUS_CODES[verdict.status] ?? ""}\r\n${extra}content-type: ${outcomeType}\r\n` +
         `content-length: ${entered.bytesOut}\r\nx-request-id: ${entered.requestId}\r\nconnection: close\r\n\r\n${body}`
@@ -276,5 +308,5 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
     if (admission.closed) complete(admission, true, 499)
   }
 
-  return { enter, enterUpgrade, enterEdge, leaveEdge }
+  return { install, enter, enterUpgrade, enterEdge, leaveEdge }
 }

@@ -22,7 +22,8 @@ export const Reasons = {
   indexing: "indexing resources for search",
   databaseFailed: "database query failed",
   databaseTimeout: "database query took more than 2 seconds",
-  stopping: "process is stopping"
+  stopping: "process is stopping",
+  auditBacklog: "audit events cannot be written to the database"
 } as const
 
 export type Phase =
@@ -97,25 +98,37 @@ export class Readiness extends Context.Tag("svc/http/Readiness")<Readiness, {
     details: Effect.Effect<Record<string, unknown>>
   ) => Effect.Effect<void>
   readonly stopping: Effect.Effect<void>
+  /**
+   * Adds a condition of serving, asked (synchronously, so it must be cheap) at every `/readyz` while serving:
+   * a reason makes the answer `unavailable` with it (the audit trail that cannot drain its buffer).
+   */
+  readonly require: (condition: () => string | undefined) => Effect.Effect<void>
   /** The answer of `/readyz`. */
   readonly check: Effect.Effect<ReadyResult>
 }>() {}
 
 export const make = Effect.gen(function*() {
   const phase = yield* Ref.make<Phase>({ _tag: "starting", reason: Reasons.starting })
+  const conditions: Array<() => string | undefined> = []
   return Readiness.of({
     phase: Ref.get(phase),
     starting: (reason, details) => Ref.set(phase, details === undefined ? { _tag: "starting", reason } : { _tag: "starting", reason, details }),
     serving: (probe, details) => Ref.set(phase, { _tag: "serving", probe, details }),
     stopping: Ref.set(phase, { _tag: "stopping" }),
+    require: (condition) => Effect.sync(() => void conditions.push(condition)),
     check: Effect.flatMap(Ref.get(phase), (current): Effect.Effect<ReadyResult> => {
       switch (current._tag) {
         case "starting":
           return Effect.succeed({ status: "starting", reason: current.reason })
         case "stopping":
           return Effect.succeed({ status: "unavailable", reason: Reasons.stopping })
-        case "serving":
+        case "serving": {
+          for (const condition of conditions) {
+            const reason = condition()
+            if (reason !== undefined) return Effect.succeed({ status: "unavailable", reason })
+          }
           return current.probe
+        }
       }
     })
   })

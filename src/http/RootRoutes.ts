@@ -6,8 +6,9 @@
  * (`Probes.ts`), and `/fhir` by the FHIR app.
  */
 import { type HttpServerResponse, HttpServerRequest } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { outcomeResponse } from "./OperationOutcome.ts"
+import { anonymous, Principal } from "./Principal.ts"
 
 /** A request as the table hands it to a handler. */
 export interface RootRequest {
@@ -16,6 +17,8 @@ export interface RootRequest {
   readonly path: string
   /** The `{name}` segments of the route's path, percent-decoded. */
   readonly params: Readonly<Record<string, string>>
+  /** The caller, as the front door admitted it. */
+  readonly principal: Principal
 }
 
 export type RootHandler<E = never, R = never> = (request: RootRequest) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
@@ -71,6 +74,10 @@ export const rootRoutes: ReadonlyArray<RootRoute> = [
   { path: "/.well-known/openid-configuration", methods: ["GET"], handler: notBuilt }
 ]
 
+/** The table with the handlers of `handlers` (by path) in place of those it has: a feature's endpoints. */
+export const withHandlers = (routes: ReadonlyArray<RootRoute>, handlers: Readonly<Record<string, RootHandler>>): ReadonlyArray<RootRoute> =>
+  routes.map((route) => (handlers[route.path] === undefined ? route : { ...route, handler: handlers[route.path]! }))
+
 /** The `{name}` values when `path` fits `pattern`, else undefined. */
 export const match = (pattern: string, path: string): Record<string, string> | undefined => {
   const want = pattern.split("/")
@@ -105,7 +112,8 @@ export const app = <E, R>(routes: ReadonlyArray<RootRoute<E, R>>) =>
       if (route.methods !== "any" && !takes(route.methods, http.method)) {
         return Effect.succeed(methodNotAllowed(http.method, path, route.methods))
       }
-      return route.handler({ http, path, params })
+      return Effect.flatMap(Effect.serviceOption(Principal), (principal) =>
+        route.handler({ http, path, params, principal: Option.getOrElse(principal, () => anonymous("unknown")) }))
     }
     return Effect.succeed(noRoute(http.method, path))
   })

@@ -212,6 +212,8 @@ export interface ListenOptions {
 export interface Listening {
   readonly address: HttpServer.Address
   readonly fast: FastSlot
+  /** The front door, for the rules the services add once built (`FrontDoor.install`). */
+  readonly door: FrontDoor.FrontDoor
 }
 
 /** Starts listening in the current scope; fails with a clear message when the address cannot be bound. */
@@ -247,7 +249,7 @@ export const listen = (listenOptions: ListenOptions, options: EdgeOptions, drain
     )
     // Runs before the edge's handlers are removed and Node's own close, which would wait for every connection.
     yield* Effect.addFinalizer(() => drain(traffic, drainWithin))
-    const listening: Listening = { address: server.address, fast }
+    const listening: Listening = { address: server.address, fast, door }
     return listening
   })
 

@@ -229,7 +229,7 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
       // What this request commits is published as made for its caller (src/db/ChangeFeed.ts).
       const origin = Option.isNone(admission)
         ? systemOrigin
-        : { actor: callerKey(admission.value.principal), requestId: admission.value.requestId }
+        : { actor: callerKey(admission.value.principal), requestId: admission.value.requestId, client: admission.value.client }
       return yield* dispatch(request, route, segments, capabilities).pipe(
         withOrigin(origin),
         Effect.catchTag("FhirError", (error) => Effect.succeed(errorResponse(error, negotiated, catalog))),

@@ -81,20 +81,35 @@ layer(NodeFileSystem.layer)("configuration errors", (it) => {
 
   it.scoped("a burst lower than the dearest cost is refused", () =>
     Effect.gen(function*() {
-      const { file, message } = yield* loadTomlError(`[rate_limit]\nburst = 10\n`)
+      const { file, message } = yield* loadTomlError(`[rate_limit]\nrequests_per_second = 50\nburst = 10\n`)
       expect(message).toBe(`${file}: rate_limit.burst: expected at least the dearest cost (rate_limit.cost.export = 20), got 10`)
     }))
 
   it.scoped("the dearest cost follows [rate_limit.cost], and exempt clients are not checked", () =>
     Effect.gen(function*() {
       const { file, message } = yield* loadTomlError(
-        `[rate_limit]\nburst = 10\n[rate_limit.cost]\nexport = 8\nbundle = 12\n` +
+        `[rate_limit]\nrequests_per_second = 50\nburst = 10\n[rate_limit.cost]\nexport = 8\nbundle = 12\n` +
           `[rate_limit.clients.free]\nrequests_per_second = 0\nburst = 1\n[rate_limit.clients.paid]\nburst = 2\n`
       )
       expect(message).toBe(
         `${file}: rate_limit.burst: expected at least the dearest cost (rate_limit.cost.bundle = 12), got 10\n` +
           `${file}: rate_limit.clients.paid.burst: expected at least the dearest cost (rate_limit.cost.bundle = 12), got 2`
       )
+    }))
+
+  it.scoped("a [rate_limit] that is on without requests_per_second is refused", () =>
+    Effect.gen(function*() {
+      const { file, message } = yield* loadTomlError(`[rate_limit]\nburst = 100\n`)
+      expect(message).toBe(
+        `${file}: rate_limit.requests_per_second: a [rate_limit] section that is on needs rate_limit.requests_per_second ` +
+          "(cost units per second; 0 limits only clients with an override) or enabled = false"
+      )
+    }))
+
+  it.scoped("an anonymous burst lower than the dearest cost is refused", () =>
+    Effect.gen(function*() {
+      const { file, message } = yield* loadTomlError(`[rate_limit]\nrequests_per_second = 50\nanonymous_burst = 4\n`)
+      expect(message).toBe(`${file}: rate_limit.anonymous_burst: expected at least the dearest cost (rate_limit.cost.export = 20), got 4`)
     }))
 
   it.scoped("a Postgres kind with no URL is refused", () =>

@@ -276,7 +276,7 @@ layer(NodeFileSystem.layer)("loadAppConfig", (it) => {
 
     it.scoped("only a [rate_limit.clients.x] table also counts as present", () =>
       Effect.gen(function*() {
-        const { config } = yield* loadToml(`[rate_limit.clients.batch-job]\nrequests_per_second = 0\n`)
+        const { config } = yield* loadToml(`[rate_limit.clients.batch-job]\nrequests_per_second = 0\n[rate_limit]\nrequests_per_second = 0\n`)
         expect(config.rate_limit.enabled).toBe(true)
         expect(config.rate_limit.clients["batch-job"]).toEqual({ requests_per_second: 0 })
       }))

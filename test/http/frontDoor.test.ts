@@ -43,15 +43,19 @@ class Governed extends Context.Tag("test/GovernedServer")<Governed, Door>() {}
 /** The callers the policy governs: one network of the documentation range, one address per case. */
 const governed = "203.0.113."
 
-/** Refuses every second request of each governed caller, with the headers a rate limit would send. */
+/**
+ * Refuses every second request of each governed caller, with the headers a rate limit would send: on the
+ * refusal, and (set by the rule, as `RateLimit-Remaining` is) on the admitted answer too.
+ */
 const everySecond = (admissions: Array<string>, admitted: (requestId: string) => void): AdmissionPolicy => {
   const seen = new Map<string, number>()
-  return (_route, principal, request) => {
+  return (_route, principal, request, setHeader) => {
     admissions.push(String(request.headers["x-request-id"]))
     admitted(String(request.headers["x-request-id"]))
     if (!principal.address.startsWith(governed)) return undefined
     const count = (seen.get(principal.address) ?? 0) + 1
     seen.set(principal.address, count)
+    setHeader("ratelimit-remaining", count % 2 === 0 ? "0" : "1")
     return count % 2 === 0
       ? { _tag: "Refused", status: 429, code: "throttled", diagnostics: "too many requests: try again later", headers: { "retry-after": "1" } }
       : undefined
@@ -155,6 +159,7 @@ describe("the front door", () => {
             each.answeredBy === "fast search" ? 1 : 0
           ])
           expect(first.headers).toContainEqual(["x-request-id", `admitted-${caller}`])
+          expect([each.name, first.headers.filter(([name]) => name === "ratelimit-remaining")]).toEqual([each.name, [["ratelimit-remaining", "1"]]])
 
           const refused = yield* send(`refused-${caller}`)
           expect([each.name, refused.status]).toEqual([each.name, 429])
@@ -163,6 +168,7 @@ describe("the front door", () => {
             issue: [{ severity: "error", code: "throttled", diagnostics: "too many requests: try again later" }]
           })
           expect(refused.headers).toContainEqual(["retry-after", "1"])
+          expect(refused.headers).toContainEqual(["ratelimit-remaining", "0"])
           expect(refused.headers).toContainEqual(["content-type", "application/fhir+json; charset=utf-8"])
           expect(refused.headers).toContainEqual(["x-request-id", `refused-${caller}`])
           refusals.push(refused)
@@ -229,6 +235,7 @@ describe("the front door", () => {
         const refused = yield* handshake("sync-2")
         expect(refused.split("\r\n")[0]).toBe("HTTP/1.1 429 Too Many Requests")
         expect(refused).toContain("retry-after: 1\r\n")
+        expect(refused).toContain("ratelimit-remaining: 0\r\n")
         expect(refused).toContain("x-request-id: sync-2\r\n")
         expect(refused).toContain('"code":"throttled"')
         for (const [requestId, status] of [["sync-1", 501], ["sync-2", 429]] as const) {

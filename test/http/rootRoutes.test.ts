@@ -30,12 +30,16 @@ const endpoints: ReadonlyArray<readonly [path: string, methods: ReadonlyArray<st
   )
 ]
 
+/** Endpoints built since: their own tests cover them (test/governance/metering.http.test.ts, requestLogEndpoint.test.ts, audit.endpoint.test.ts). */
+const built = new Set(["/_usage", "/_requests", "/_audit", "/_audit/verify"])
+
 describe("the root route table", () => {
   layer(Layer.scoped(Server, startServer("sqlite")), { timeout: 60_000, excludeTestServices: true })((it) => {
     it.effect("answers 501 with an OperationOutcome naming the path on each endpoint not built yet", () =>
       Effect.gen(function*() {
         const { url } = yield* Server
         for (const [path, methods] of endpoints) {
+          if (built.has(path)) continue
           for (const method of methods) {
             const reply = yield* call(method, `${url}${path}?x=1`, method === "POST" ? { body: "{}" } : {})
             expect([method, path, reply.status, reply.headers.get("content-type")]).toEqual([method, path, 501, "application/fhir+json; charset=utf-8"])
@@ -50,8 +54,10 @@ describe("the root route table", () => {
     it.effect("answers HEAD as GET where an endpoint takes GET", () =>
       Effect.gen(function*() {
         const { url } = yield* Server
-        const reply = yield* call("HEAD", `${url}/_audit`)
+        const reply = yield* call("HEAD", `${url}/graphql`)
         expect([reply.status, reply.headers.get("content-type"), reply.text]).toEqual([501, "application/fhir+json; charset=utf-8", ""])
+        const served = yield* call("HEAD", `${url}/_audit`)
+        expect([served.status, served.headers.get("content-type"), served.text]).toEqual([200, "application/fhir+json; charset=utf-8", ""])
       }))
 
     it.effect("answers a WebSocket handshake on /sync with the 501", () =>

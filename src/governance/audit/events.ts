@@ -1,0 +1,230 @@
+/**
+ * The AuditEvents of the trail, in the shape of the IHE Basic Audit Log Patterns (BALP) profiles for RESTful
+ * activity: `type` rest, `subtype` the FHIR interaction (create, update, patch, delete, read, vread,
+ * search-type, search-system, history-*, operation, ...), `action` C/R/U/D/E, `recorded`, `outcome` 0
+ * (success), 4 (the request was refused or failed on the client's side) or 8 (the server failed), one agent (the
+ * requestor: `who` is the caller key, `network` its address), `source` the server, and entities: what was
+ * touched (`Type/id/_history/version` for a change), the search's query (base64, with `audit.include_query`),
+ * and the request's X-Request-Id.
+ *
+ * A change is one AuditEvent per changed resource (a transaction Bundle of ten entries is ten rows, committed
+ * together), so that `/_audit?entity=Type/id` finds every change of a resource.
+ */
+import type { Change, WriteOrigin } from "../../db/ChangeFeed.ts"
+import type { Completion } from "../../http/FrontDoor.ts"
+import { callerKey } from "../../http/Principal.ts"
+import type { Route } from "../../http/Route.ts"
+
+export interface Coding {
+  readonly system?: string
+  readonly code: string
+  readonly display?: string
+}
+
+export interface AuditEntity {
+  readonly what?: { readonly reference?: string; readonly identifier?: { readonly system?: string; readonly value: string } }
+  readonly type?: Coding
+  readonly role?: Coding
+  readonly query?: string
+  readonly description?: string
+}
+
+/** An AuditEvent as stored (no `id`: the row's seq is its id when served). */
+export interface AuditEvent {
+  readonly resourceType: "AuditEvent"
+  readonly type: Coding
+  readonly subtype?: ReadonlyArray<Coding>
+  readonly action: "C" | "R" | "U" | "D" | "E"
+  readonly recorded: string
+  readonly outcome: "0" | "4" | "8" | "12"
+  readonly outcomeDesc?: string
+  readonly agent: ReadonlyArray<{
+    readonly type?: { readonly coding: ReadonlyArray<Coding> }
+    readonly who: { readonly identifier: { readonly value: string }; readonly display?: string }
+    readonly requestor: boolean
+    readonly network?: { readonly address: string; readonly type: "1" | "2" }
+  }>
+  readonly source: { readonly observer: { readonly display: string }; readonly type: ReadonlyArray<Coding> }
+  readonly entity?: ReadonlyArray<AuditEntity>
+}
+
+/** What the table keeps beside the JSON, for `/_audit`'s filters: read from the event, never given apart. */
+export interface Columns {
+  /** `recorded` in milliseconds since the epoch. */
+  readonly time: number
+  /** The subtype's code, or `admin` (a governance endpoint), or `sampled` (a summary row). */
+  readonly kind: string
+  readonly action: string
+  readonly outcome: string
+  /** The requestor's caller key. */
+  readonly agent: string
+  readonly client: string | null
+  /** The resource the event is about, `Type/id`, when it is about one. */
+  readonly entity: string | null
+}
+
+const restType: Coding = { system: "http://terminology.hl7.org/CodeSystem/audit-event-type", code: "rest", display: "RESTful Operation" }
+const interactionSystem = "http://hl7.org/fhir/restful-interaction"
+const svcSystem = "urn:svc:audit"
+const entityTypeSystem = "http://terminology.hl7.org/CodeSystem/audit-entity-type"
+const requestIdType: Coding = { system: "https://profiles.ihe.net/ITI/BALP/CodeSystem/BasicAuditEntityType", code: "XrequestId" }
+const sourceRole: Coding = { system: "http://dicom.nema.org/resources/ontology/DCM", code: "110153", display: "Source Role ID" }
+const source: AuditEvent["source"] = {
+  observer: { display: "svc" },
+  type: [{ system: "http://terminology.hl7.org/CodeSystem/security-source-type", code: "4", display: "Application Server" }]
+}
+
+export const columnsOf = (event: AuditEvent): Columns => {
+  const subtype = event.subtype?.[0]
+  const what = event.entity?.find((entity) => entity.what?.reference !== undefined)?.what?.reference
+  const agent = event.agent[0]
+  return {
+    time: Date.parse(event.recorded),
+    kind: subtype === undefined ? "event" : subtype.code,
+    action: event.action,
+    outcome: event.outcome,
+    agent: agent?.who.identifier.value ?? "",
+    client: agent?.network?.address ?? null,
+    entity: what === undefined ? null : what.split("/").slice(0, 2).join("/")
+  }
+}
+
+const outcomeOf = (status: number): AuditEvent["outcome"] => (status < 400 ? "0" : status < 500 ? "4" : "8")
+
+const agentOf = (key: string, address: string | null): AuditEvent["agent"] => [{
+  type: { coding: [sourceRole] },
+  who: { identifier: { value: key } },
+  requestor: true,
+  ...(address === null ? {} : { network: { address, type: address.includes(":") || /^[\d.]+$/.test(address) ? "2" as const : "1" as const } })
+}]
+
+const requestEntity = (requestId: string | null): ReadonlyArray<AuditEntity> =>
+  requestId === null ? [] : [{ what: { identifier: { value: requestId } }, type: requestIdType }]
+
+const actions: Record<Change["op"], AuditEvent["action"]> = { create: "C", update: "U", patch: "U", delete: "D" }
+
+/** The AuditEvent of one committed change. */
+export const changeEvent = (commitTs: number, origin: WriteOrigin, change: Change): AuditEvent => ({
+  resourceType: "AuditEvent",
+  type: restType,
+  subtype: [{ system: interactionSystem, code: change.op }],
+  action: actions[change.op],
+  recorded: new Date(Math.floor(commitTs / 1000)).toISOString(),
+  outcome: "0",
+  agent: agentOf(origin.actor, origin.client ?? null),
+  source,
+  entity: [
+    { what: { reference: `${change.type}/${change.id}/_history/${change.version}` }, type: { system: entityTypeSystem, code: "2", display: "System Object" } },
+    ...requestEntity(origin.requestId)
+  ]
+})
+
+/** The governance endpoints whose reading is itself audited (admin access). */
+export const adminPaths: ReadonlySet<string> = new Set(["/_audit", "/_audit/verify", "/_usage", "/_requests"])
+
+/** The subtype of a route's interaction (restful-interaction codes). */
+const subtypeOf = (route: Route, method: string): string => {
+  switch (route.interaction) {
+    case "search":
+      return route.level === "system" ? "search-system" : "search-type"
+    case "history":
+      return `history-${route.level}`
+    case "batch-or-transaction":
+      return "batch"
+    case "unknown":
+      return method.toLowerCase()
+    case "root-endpoint":
+      return "operation"
+    default:
+      return route.interaction
+  }
+}
+
+const actionOf = (route: Route, method: string): AuditEvent["action"] => {
+  switch (route.interaction) {
+    case "create":
+      return "C"
+    case "update":
+    case "patch":
+      return "U"
+    case "delete":
+      return "D"
+    case "read":
+    case "vread":
+    case "search":
+    case "history":
+    case "capabilities":
+      return "R"
+    default:
+      return method === "GET" || method === "HEAD" ? "R" : "E"
+  }
+}
+
+/** A completed request as the trail keeps it until it is appended: no JSON is made on the request's path. */
+export interface Pending {
+  readonly completion: Completion
+  readonly timeMillis: number
+  readonly admin: boolean
+}
+
+/** The AuditEvent of a read, search, refusal or admin access. */
+export const requestEvent = (pending: Pending, includeQuery: boolean): AuditEvent => {
+  const { completion, timeMillis, admin } = pending
+  const route = completion.route
+  const query = completion.url.indexOf("?")
+  const entities: Array<AuditEntity> = []
+  if (admin) {
+    entities.push({ what: { identifier: { system: svcSystem, value: completion.path } }, type: { system: entityTypeSystem, code: "2", display: "System Object" } })
+  } else if (route.type !== undefined && route.id !== undefined) {
+    const version = route.version === undefined ? "" : `/_history/${route.version}`
+    entities.push({ what: { reference: `${route.type}/${route.id}${version}` }, type: { system: entityTypeSystem, code: "2", display: "System Object" } })
+  }
+  if (includeQuery && query !== -1 && (route.interaction === "search" || admin)) {
+    entities.push({
+      type: { system: entityTypeSystem, code: "2", display: "System Object" },
+      role: { system: "http://terminology.hl7.org/CodeSystem/object-role", code: "24", display: "Query" },
+      ...(route.type === undefined ? {} : { description: route.type }),
+      query: Buffer.from(completion.url.slice(query + 1), "utf8").toString("base64")
+    })
+  }
+  entities.push(...requestEntity(completion.requestId))
+  const outcome = outcomeOf(completion.status)
+  return {
+    resourceType: "AuditEvent",
+    type: restType,
+    subtype: [admin ? { system: svcSystem, code: "admin", display: `GET ${completion.path}` } : { system: interactionSystem, code: subtypeOf(route, completion.method) }],
+    action: actionOf(route, completion.method),
+    recorded: new Date(timeMillis).toISOString(),
+    outcome,
+    ...(outcome === "0" ? {} : { outcomeDesc: `${completion.method} ${completion.path}: HTTP ${completion.status}` }),
+    agent: agentOf(callerKey(completion.principal), completion.client),
+    source,
+    ...(entities.length === 0 ? {} : { entity: entities })
+  }
+}
+
+/** The row that stands for `count` refusals with no known caller in the second from `secondMillis`. */
+export const sampledEvent = (secondMillis: number, count: number): AuditEvent => ({
+  resourceType: "AuditEvent",
+  type: restType,
+  subtype: [{ system: svcSystem, code: "sampled" }],
+  action: "E",
+  recorded: new Date(secondMillis).toISOString(),
+  outcome: "4",
+  outcomeDesc: `sampled: ${count} more refusals with no known caller in this second, not recorded one by one (audit.unattributed_per_second)`,
+  agent: agentOf("unattributed", null),
+  source
+})
+
+/** The row that says events were lost because the buffer was full while the database could not take them. */
+export const lostEvent = (timeMillis: number, count: number): AuditEvent => ({
+  resourceType: "AuditEvent",
+  type: restType,
+  subtype: [{ system: svcSystem, code: "lost" }],
+  action: "E",
+  recorded: new Date(timeMillis).toISOString(),
+  outcome: "8",
+  outcomeDesc: `${count} audit events were not recorded: the database could not take them and the buffer was full`,
+  agent: agentOf("system", null),
+  source
+})
