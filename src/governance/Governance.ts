@@ -24,6 +24,8 @@ export class GovernanceSettings extends Context.Tag("svc/governance/GovernanceSe
   readonly quota: AppConfig["quota"]
   /** Callers are known by tokens (`smart.enabled`): the governance endpoints need a scope. */
   readonly smart: boolean
+  /** `server.public_url`: the base of the links the endpoints give; the request's Host without it. */
+  readonly publicUrl?: string | undefined
 }>() {}
 
 export const settingsOf = (config: AppConfig): GovernanceSettings["Type"] => ({
@@ -32,7 +34,8 @@ export const settingsOf = (config: AppConfig): GovernanceSettings["Type"] => ({
   audit: config.audit,
   rateLimit: config.rate_limit,
   quota: config.quota,
-  smart: config.smart.enabled
+  smart: config.smart.enabled,
+  publicUrl: config.server.public_url
 })
 
 /** What one part adds: rules for the front door, and handlers for root routes by their path in the table. */

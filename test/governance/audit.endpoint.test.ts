@@ -20,6 +20,18 @@ const entries = (json: any): ReadonlyArray<Entry> => (json?.entry ?? []) as Read
 const codes = (json: any) => entries(json).map((entry) => entry.resource.subtype[0]!.code)
 
 describe.each(backends.filter((backend) => backend.kind !== "memory"))("/_audit on $kind", ({ kind, skip }) => {
+  it.scopedLive.skipIf(skip)("gives its links under server.public_url when it is set", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(kind, { server: { public_url: "https://fhir.example.org/base/" } })
+      expect((yield* call("POST", `${server.base}/Patient`, { body: patient })).status).toBe(201)
+      expect((yield* call("POST", `${server.base}/Patient`, { body: patient })).status).toBe(201)
+      const page = yield* call("GET", `${server.url}/_audit?type=create&_count=1`)
+      expect(page.status).toBe(200)
+      const links = page.json.link as ReadonlyArray<{ relation: string; url: string }>
+      expect(links.find((link) => link.relation === "self")?.url).toBe("https://fhir.example.org/base/_audit?type=create&_count=1")
+      expect(links.find((link) => link.relation === "next")?.url).toMatch(/^https:\/\/fhir\.example\.org\/base\/_audit\?type=create&_count=1&_cursor=\d+$/)
+    }))
+
   it.scopedLive.skipIf(skip)("serves changes, reads, searches, refusals and admin access as a searchset Bundle, newest first, with filters and paging", () =>
     Effect.gen(function*() {
       const server = yield* startServer(kind)

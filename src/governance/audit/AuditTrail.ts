@@ -287,7 +287,7 @@ export const make: Effect.Effect<AuditTrail, never, GovernanceSettings | AuditKe
     rules: {
       policies: [],
       listeners: audit.enabled ? [listener] : [],
-      routes: auditRoutes({ flush, smart: settings.smart, key, db })
+      routes: auditRoutes({ flush, smart: settings.smart, publicUrl: settings.publicUrl, key, db })
     }
   }
 })

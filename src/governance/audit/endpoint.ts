@@ -134,6 +134,8 @@ interface Row {
 export interface AuditRoutesInput {
   readonly flush: Effect.Effect<void>
   readonly smart: boolean
+  /** `server.public_url`, the base of the Bundle's links; without it the request's Host. */
+  readonly publicUrl?: string | undefined
   readonly key: ChainKey
   readonly db: Database["Type"]
 }
@@ -162,7 +164,7 @@ export const auditRoutes = (input: AuditRoutesInput): Record<string, RootHandler
         )
       })
       const page = rows.slice(0, count)
-      const base = `http://${http.headers["host"] ?? "localhost"}`
+      const base = input.publicUrl !== undefined ? input.publicUrl.replace(/\/+$/, "") : `http://${http.headers["host"] ?? "localhost"}`
       const self = `${base}${path}${url.search}`
       const links: Array<{ relation: string; url: string }> = [{ relation: "self", url: self }]
       if (rows.length > count) {
