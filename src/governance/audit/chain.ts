@@ -14,7 +14,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Redacted } from "effect"
 import { createHash, createHmac } from "node:crypto"
 import type { Dialect } from "../../db/Database.ts"
-import { type AuditEvent, columnsOf } from "./events.ts"
+import { type AuditEvent, columnsOf, packEvent, unpackEvent } from "./events.ts"
 
 /** The key of the chain's HMAC; undefined: a plain SHA-256. */
 export type ChainKey = Redacted.Redacted<string> | undefined
@@ -57,7 +57,7 @@ export const append = (
     const rows: Array<Record<string, unknown>> = []
     for (const event of events) {
       seq += 1
-      const text = JSON.stringify(event)
+      const text = packEvent(event)
       const hash = hashOf(key, prev, seq, text)
       rows.push({ seq, ...columnsOf(event), event: text, prev_hash: prev, hash })
       prev = hash
@@ -103,7 +103,7 @@ const intact = (key: ChainKey, row: StoredRow): boolean => {
   if (hashOf(key, row.prev_hash, Number(row.seq), row.event) !== row.hash) return false
   let event: AuditEvent
   try {
-    event = JSON.parse(row.event) as AuditEvent
+    event = unpackEvent(row.event)
   } catch {
     return false
   }

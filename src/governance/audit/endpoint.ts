@@ -17,6 +17,7 @@ import { Effect } from "effect"
 import type { Database } from "../../db/Database.ts"
 import { outcomeResponse } from "../../http/OperationOutcome.ts"
 import type { RootHandler } from "../../http/RootRoutes.ts"
+import { unpackEvent } from "./events.ts"
 import { governanceRefusal } from "../access.ts"
 import { type ChainKey, verify } from "./chain.ts"
 
@@ -140,6 +141,9 @@ export interface AuditRoutesInput {
   readonly db: Database["Type"]
 }
 
+/** The event served with the row's seq as its id, right after `resourceType`. */
+const withId = ({ resourceType, ...rest }: ReturnType<typeof unpackEvent>, id: string) => ({ resourceType, id, ...rest })
+
 export const auditRoutes = (input: AuditRoutesInput): Record<string, RootHandler> => {
   const db = input.db
   const search: RootHandler = ({ http, path, principal }) => {
@@ -178,7 +182,7 @@ export const auditRoutes = (input: AuditRoutesInput): Record<string, RootHandler
         link: links,
         entry: page.map((row) => ({
           fullUrl: `urn:svc:audit:${row.seq}`,
-          resource: { resourceType: "AuditEvent", id: String(row.seq), ...(JSON.parse(row.event) as object) },
+          resource: withId(unpackEvent(row.event), String(row.seq)),
           search: { mode: "match" }
         }))
       }

@@ -73,6 +73,66 @@ const source: AuditEvent["source"] = {
   observer: { display: "svc" },
   type: [{ system: "http://terminology.hl7.org/CodeSystem/security-source-type", code: "4", display: "Application Server" }]
 }
+const agentType = { coding: [sourceRole] }
+const systemObject: Coding = { system: entityTypeSystem, code: "2", display: "System Object" }
+const queryRole: Coding = { system: "http://terminology.hl7.org/CodeSystem/object-role", code: "24", display: "Query" }
+
+/**
+ * The text a row keeps of an event: its JSON without the parts every event of this server shares (the `rest`
+ * type, the source, the agent's role, the entity types and roles, the restful-interaction system), which
+ * `unpackEvent` puts back. A read's event is some 300 bytes instead of 1 KB, and the row, its hash and its
+ * JSON cost that much less for each audited request. Parts are left out only when they are these very objects,
+ * so an event made otherwise is kept whole.
+ */
+export const packEvent = (event: AuditEvent): string => {
+  const subtype = event.subtype
+  const plainSubtype = subtype !== undefined && subtype.length === 1 && subtype[0]!.system === interactionSystem && subtype[0]!.display === undefined
+  return JSON.stringify({
+    ...(event.type === restType ? {} : { type: event.type }),
+    ...(subtype === undefined ? {} : { subtype: plainSubtype ? subtype[0]!.code : subtype }),
+    action: event.action,
+    recorded: event.recorded,
+    outcome: event.outcome,
+    ...(event.outcomeDesc === undefined ? {} : { outcomeDesc: event.outcomeDesc }),
+    agent: event.agent.map((agent) => (agent.type === agentType ? { ...agent, type: undefined } : agent)),
+    ...(event.source === source ? {} : { source: event.source }),
+    ...(event.entity === undefined ? {} : {
+      entity: event.entity.map((entity) => ({
+        ...entity,
+        ...(entity.type === systemObject ? { type: "object" } : entity.type === requestIdType ? { type: "request-id" } : {}),
+        ...(entity.role === queryRole ? { role: "query" } : {})
+      }))
+    })
+  })
+}
+
+/** The event a row's text stands for (`packEvent`), in the order of the AuditEvent's elements. */
+export const unpackEvent = (text: string): AuditEvent => {
+  const packed = JSON.parse(text) as Record<string, any>
+  if (packed["resourceType"] === "AuditEvent") return packed as AuditEvent
+  const entity = packed["entity"] as ReadonlyArray<Record<string, any>> | undefined
+  return {
+    resourceType: "AuditEvent",
+    type: packed["type"] ?? restType,
+    ...(packed["subtype"] === undefined ? {} : {
+      subtype: typeof packed["subtype"] === "string" ? [{ system: interactionSystem, code: packed["subtype"] }] : packed["subtype"]
+    }),
+    action: packed["action"],
+    recorded: packed["recorded"],
+    outcome: packed["outcome"],
+    ...(packed["outcomeDesc"] === undefined ? {} : { outcomeDesc: packed["outcomeDesc"] }),
+    agent: (packed["agent"] as ReadonlyArray<Record<string, any>>).map(({ type, ...agent }) => ({ type: type ?? agentType, ...agent })) as unknown as AuditEvent["agent"],
+    source: packed["source"] ?? source,
+    ...(entity === undefined ? {} : {
+      entity: entity.map(({ what, type, role, ...rest }) => ({
+        ...(what === undefined ? {} : { what }),
+        ...(type === undefined ? {} : { type: type === "object" ? systemObject : type === "request-id" ? requestIdType : type }),
+        ...(role === undefined ? {} : { role: role === "query" ? queryRole : role }),
+        ...rest
+      }))
+    })
+  }
+}
 
 export const columnsOf = (event: AuditEvent): Columns => {
   const subtype = event.subtype?.[0]
@@ -92,7 +152,7 @@ export const columnsOf = (event: AuditEvent): Columns => {
 const outcomeOf = (status: number): AuditEvent["outcome"] => (status < 400 ? "0" : status < 500 ? "4" : "8")
 
 const agentOf = (key: string, address: string | null): AuditEvent["agent"] => [{
-  type: { coding: [sourceRole] },
+  type: agentType,
   who: { identifier: { value: key } },
   requestor: true,
   ...(address === null ? {} : { network: { address, type: address.includes(":") || /^[\d.]+$/.test(address) ? "2" as const : "1" as const } })
@@ -114,7 +174,7 @@ export const changeEvent = (commitTs: number, origin: WriteOrigin, change: Chang
   agent: agentOf(origin.actor, origin.client ?? null),
   source,
   entity: [
-    { what: { reference: `${change.type}/${change.id}/_history/${change.version}` }, type: { system: entityTypeSystem, code: "2", display: "System Object" } },
+    { what: { reference: `${change.type}/${change.id}/_history/${change.version}` }, type: systemObject },
     ...requestEntity(origin.requestId)
   ]
 })
@@ -174,15 +234,15 @@ export const requestEvent = (pending: Pending, includeQuery: boolean): AuditEven
   const query = completion.url.indexOf("?")
   const entities: Array<AuditEntity> = []
   if (admin) {
-    entities.push({ what: { identifier: { system: svcSystem, value: completion.path } }, type: { system: entityTypeSystem, code: "2", display: "System Object" } })
+    entities.push({ what: { identifier: { system: svcSystem, value: completion.path } }, type: systemObject })
   } else if (route.type !== undefined && route.id !== undefined) {
     const version = route.version === undefined ? "" : `/_history/${route.version}`
-    entities.push({ what: { reference: `${route.type}/${route.id}${version}` }, type: { system: entityTypeSystem, code: "2", display: "System Object" } })
+    entities.push({ what: { reference: `${route.type}/${route.id}${version}` }, type: systemObject })
   }
   if (includeQuery && query !== -1 && (route.interaction === "search" || admin)) {
     entities.push({
-      type: { system: entityTypeSystem, code: "2", display: "System Object" },
-      role: { system: "http://terminology.hl7.org/CodeSystem/object-role", code: "24", display: "Query" },
+      type: systemObject,
+      role: queryRole,
       ...(route.type === undefined ? {} : { description: route.type }),
       query: Buffer.from(completion.url.slice(query + 1), "utf8").toString("base64")
     })
