@@ -14,7 +14,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Redacted } from "effect"
 import { createHash, createHmac } from "node:crypto"
 import type { Dialect } from "../../db/Database.ts"
-import { type AuditEvent, columnsOf, packEvent, unpackEvent } from "./events.ts"
+import { type AuditEvent, type Columns, columnsOf, packEvent, unpackEvent } from "./events.ts"
 
 /** The key of the chain's HMAC; undefined: a plain SHA-256. */
 export type ChainKey = Redacted.Redacted<string> | undefined
@@ -81,15 +81,10 @@ export interface Verification {
   readonly keyed: boolean
 }
 
-interface StoredRow {
+/** A row as the database gives it back: its filter columns (`Columns`), with numbers that may come as text. */
+interface StoredRow extends Omit<Columns, "time"> {
   readonly seq: number | string
   readonly time: number | string
-  readonly kind: string
-  readonly action: string
-  readonly outcome: string
-  readonly agent: string
-  readonly client: string | null
-  readonly entity: string | null
   readonly event: string
   readonly prev_hash: string
   readonly hash: string
