@@ -13,6 +13,7 @@
  * for a caller with a token, `address:<address>` for one without, so a client's users can be told apart and
  * summed (`/_usage?client=<id>` matches the client and all its users).
  */
+import { dayOfInstant, utcDay } from "./days.ts"
 import type { SqlError } from "@effect/sql/SqlError"
 import { type Clock, Duration, Effect, Schedule, type Scope } from "effect"
 import { HttpServerResponse } from "@effect/platform"
@@ -124,10 +125,6 @@ export const defaultFlushEvery = Duration.seconds(5)
 export const defaultLimit = 1000
 export const maxLimit = 10_000
 
-const dayMillis = 86_400_000
-
-/** The UTC day of `millis`, `YYYY-MM-DD`. */
-export const utcDay = (millis: number): string => new Date(millis).toISOString().slice(0, 10)
 
 /**
  * The stored client keys `client` selects: itself, and when it names a client (`app` or `client:app`), its
@@ -161,19 +158,9 @@ export const make = (options: MeteringOptions): Effect.Effect<Metering, never, D
     const turn = yield* Effect.makeSemaphore(1)
 
     let counts = new Map<string, Counter>()
-    // The current UTC day, recomputed when the clock leaves it.
-    let dayStart = 0
-    let dayEnd = 0
-    let day = ""
-    const today = (): string => {
-      const now = clock.unsafeCurrentTimeMillis()
-      if (now < dayStart || now >= dayEnd) {
-        dayStart = now - (((now % dayMillis) + dayMillis) % dayMillis)
-        dayEnd = dayStart + dayMillis
-        day = utcDay(dayStart)
-      }
-      return day
-    }
+    // The current UTC day, formatted again only when the clock leaves it.
+    const dayAt = dayOfInstant()
+    const today = (): string => dayAt(clock.unsafeCurrentTimeMillis())
 
     /** The counter of `client`, `day` and `cls` in `into`, made when missing (in `other` past the bound). */
     const counterOf = (into: Map<string, Counter>, client: string, day: string, cls: CostClass): Counter => {

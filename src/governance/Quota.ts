@@ -19,6 +19,7 @@
  * every few seconds, then `refresh_seconds`): a quota can be overrun by what other servers admit within one
  * refresh. Metering's own bound (counts of callers beyond its bound go to `other`) is a bound of quotas too.
  */
+import { dayOfInstant } from "./days.ts"
 import { type Clock, Duration, Effect, Queue, Schedule, Stream, SubscriptionRef } from "effect"
 import type { AppConfig } from "../config/AppConfig.ts"
 import type { AdmissionPolicy, Completion, CompletionListener, Refusal } from "../http/FrontDoor.ts"
@@ -117,8 +118,6 @@ interface Subject {
   stale: boolean
 }
 
-const dayMillis = 86_400_000
-
 const isWrite = (cost: string): boolean => cost === "write" || cost === "bundle"
 
 export interface QuotaOptions {
@@ -147,8 +146,6 @@ export interface Quota {
 export const subjectOf = (principal: Principal): string =>
   principal._tag === "Authorized" ? `client:${principal.clientId}` : `address:${principal.address}`
 
-const utcDay = (millis: number): string => new Date(millis).toISOString().slice(0, 10)
-
 /** The instant `period` that holds `day` ends: the next UTC midnight, or 00:00 UTC of the next month's 1st. */
 export const resetOf = (day: string, period: "day" | "month"): number => {
   const [y, m, d] = day.split("-").map(Number) as [number, number, number]
@@ -167,18 +164,8 @@ export const make = (options: QuotaOptions) =>
     const wake = yield* Queue.sliding<void>(1)
     const reads = yield* SubscriptionRef.make(0)
 
-    // The current UTC day, recomputed when the clock leaves it.
-    let dayStart = 0
-    let dayEnd = 0
-    let today = ""
-    const dayAt = (now: number): string => {
-      if (now < dayStart || now >= dayEnd) {
-        dayStart = now - (((now % dayMillis) + dayMillis) % dayMillis)
-        dayEnd = dayStart + dayMillis
-        today = utcDay(dayStart)
-      }
-      return today
-    }
+    // The current UTC day, formatted again only when the clock leaves it.
+    const dayAt = dayOfInstant()
 
     /** Starts the subject's counts afresh when its day (or month) is over. */
     const roll = (subject: Subject, now: number) => {

@@ -263,28 +263,23 @@ export const requestEvent = (pending: Pending, includeQuery: boolean): AuditEven
   }
 }
 
-/** The row that stands for `count` refusals with no known caller in the second from `secondMillis`. */
-export const sampledEvent = (secondMillis: number, count: number): AuditEvent => ({
+/** An event of the trail itself rather than of one request: a count of what was not recorded one by one. */
+const summaryEvent = (code: string, outcome: AuditEvent["outcome"], timeMillis: number, outcomeDesc: string, agent: string): AuditEvent => ({
   resourceType: "AuditEvent",
   type: restType,
-  subtype: [{ system: svcSystem, code: "sampled" }],
+  subtype: [{ system: svcSystem, code }],
   action: "E",
-  recorded: new Date(secondMillis).toISOString(),
-  outcome: "4",
-  outcomeDesc: `sampled: ${count} more refusals with no known caller in this second, not recorded one by one (audit.unattributed_per_second)`,
-  agent: agentOf("unattributed", null),
+  recorded: new Date(timeMillis).toISOString(),
+  outcome,
+  outcomeDesc,
+  agent: agentOf(agent, null),
   source
 })
 
+/** The row that stands for `count` refusals with no known caller in the second from `secondMillis`. */
+export const sampledEvent = (secondMillis: number, count: number): AuditEvent =>
+  summaryEvent("sampled", "4", secondMillis, `sampled: ${count} more refusals with no known caller in this second, not recorded one by one (audit.unattributed_per_second)`, "unattributed")
+
 /** The row that says events were lost because the buffer was full while the database could not take them. */
-export const lostEvent = (timeMillis: number, count: number): AuditEvent => ({
-  resourceType: "AuditEvent",
-  type: restType,
-  subtype: [{ system: svcSystem, code: "lost" }],
-  action: "E",
-  recorded: new Date(timeMillis).toISOString(),
-  outcome: "8",
-  outcomeDesc: `${count} audit events were not recorded: the database could not take them and the buffer was full`,
-  agent: agentOf("system", null),
-  source
-})
+export const lostEvent = (timeMillis: number, count: number): AuditEvent =>
+  summaryEvent("lost", "8", timeMillis, `${count} audit events were not recorded: the database could not take them and the buffer was full`, "system")
