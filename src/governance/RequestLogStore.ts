@@ -13,10 +13,9 @@
  * second of the clock, so that a flood of refusals does not fill the log; the rest are counted
  * (`notStored().refused`). Both counts are this server's since it started.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect, type Scope, SubscriptionRef } from "effect"
-import { Database } from "../db/Database.ts"
+import { Database, type Dialect } from "../db/Database.ts"
 import { Writer } from "../db/Writer.ts"
 import type { LeaseLost } from "../db/WriterLease.ts"
 import type { Completion, CompletionListener } from "../http/FrontDoor.ts"
@@ -40,7 +39,7 @@ export interface RequestLogOptions {
 
 export const defaults = {
   bufferRows: 20_000,
-  batchRows: 500,
+  batchRows: 5_000,
   flushEvery: Duration.seconds(1),
   pruneEvery: Duration.minutes(5),
   pruneRows: 5_000
@@ -154,22 +153,52 @@ export const makeBuffer = (options: {
 
 const finite = (n: number | null | undefined): number | null => (n === null || n === undefined || !Number.isFinite(n) ? null : n)
 
-const record = ({ completion, time }: Pending) => ({
-  time,
-  request_id: completion.requestId,
-  method: completion.method,
-  path: completion.path,
-  status: completion.status,
-  duration_ms: completion.durationMs,
-  client: completion.client,
-  caller: callerKey(completion.principal),
-  interaction: completion.route.interaction,
-  resource_type: completion.route.type ?? null,
-  cost: completion.route.cost,
-  bytes_in: finite(completion.bytesIn),
-  bytes_out: finite(completion.bytesOut),
-  aborted: completion.aborted ? 1 : 0
-})
+const columnNames = [
+  "time", "request_id", "method", "path", "status", "duration_ms", "client", "caller", "interaction", "resource_type",
+  "cost", "bytes_in", "bytes_out", "aborted"
+] as const
+
+/** Rows inserted by one statement; a larger batch takes several. */
+const insertRows = 100
+
+/**
+ * The statement inserting `rows` rows, its text kept per row count so that the driver prepares it once; the
+ * values go as one flat list rather than through the general statement builder, which costs more per value.
+ */
+const insertText = (() => {
+  const texts = new Map<string, string>()
+  return (dialect: Dialect, rows: number): string => {
+    const id = `${dialect}:${rows}`
+    let text = texts.get(id)
+    if (text === undefined) {
+      let n = 0
+      const tuples = Array.from({ length: rows }, () => `(${columnNames.map(() => (dialect === "pg" ? `$${++n}` : "?")).join(",")})`)
+      text = `INSERT INTO svc_request_log (${columnNames.join(", ")}) VALUES ${tuples.join(",")}`
+      texts.set(id, text)
+    }
+    return text
+  }
+})()
+
+/** Appends the row's values, in `columnNames` order. */
+const pushRecord = (values: Array<string | number | null>, { completion, time }: Pending): void => {
+  values.push(
+    time,
+    completion.requestId,
+    completion.method,
+    completion.path,
+    completion.status,
+    completion.durationMs,
+    completion.client,
+    callerKey(completion.principal),
+    completion.route.interaction,
+    completion.route.type ?? null,
+    completion.route.cost,
+    finite(completion.bytesIn),
+    finite(completion.bytesOut),
+    completion.aborted ? 1 : 0
+  )
+}
 
 /** What `/_requests` may ask for; every field narrows, `after` continues a page. */
 export interface RequestLogFilter {
@@ -274,8 +303,15 @@ export const make = (options: RequestLogOptions): Effect.Effect<RequestLogStore,
 
     const insert = (rows: ReadonlyArray<Pending>) =>
       writer.commit(() =>
-        Effect.flatMap(SqlClient.SqlClient, (sql) => sql`INSERT INTO svc_request_log ${sql.insert(rows.map(record))}`)
-      ).pipe(Effect.provideService(SqlClient.SqlClient, db.writer))
+        Effect.gen(function*() {
+          for (let from = 0; from < rows.length; from += insertRows) {
+            const upTo = Math.min(rows.length, from + insertRows)
+            const values: Array<string | number | null> = []
+            for (let i = from; i < upTo; i++) pushRecord(values, rows[i]!)
+            yield* db.writer.unsafe(insertText(db.dialect, upTo - from), values)
+          }
+        })
+      )
 
     let failing = false
     const flush = lock.withPermits(1)(Effect.suspend(() => {

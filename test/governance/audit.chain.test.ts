@@ -8,7 +8,8 @@ import { migrate } from "../../src/db/Migrations.ts"
 import { layer as writerLayer, withOrigin, Writer } from "../../src/db/Writer.ts"
 import { GovernanceSettings, settingsOf } from "../../src/governance/Governance.ts"
 import { AuditKey, commitHookLayer, make as makeTrail } from "../../src/governance/audit/AuditTrail.ts"
-import { append, type ChainKey, cutOlder, verify } from "../../src/governance/audit/chain.ts"
+import { append, type ChainKey, cutOlder, hashOf, verify } from "../../src/governance/audit/chain.ts"
+import { createHash, createHmac } from "node:crypto"
 import { changeEvent } from "../../src/governance/audit/events.ts"
 import { backends, freshDatabase, pgAvailable } from "../support/backends.ts"
 
@@ -180,6 +181,18 @@ describe.skipIf(!pgAvailable)("one chain however many servers append", () => {
       const agents = yield* db.writer<{ agent: string; n: number | string }>`SELECT agent, count(*) AS n FROM svc_audit GROUP BY agent ORDER BY agent`
       expect(agents.map((row) => [row.agent, Number(row.n)])).toEqual([["a", 60], ["b", 60]])
     }))
+})
+
+describe("a row's hash", () => {
+  it("is HMAC-SHA256 under any key (short, 64-byte, longer, not ASCII), and SHA-256 without one", () => {
+    const text = "prev\n42\n{\"subtype\":\"read\",\"note\":\"é€𝄞\"}"
+    for (const secret of ["0123456789abcdef", "k".repeat(64), "long-".repeat(20), "clé-de-chaîne-ü-0123456789"]) {
+      expect(hashOf(Redacted.make(secret), "prev", 42, text.slice(8))).toBe(createHmac("sha256", secret).update(text).digest("hex"))
+      // The same key again, after its first use.
+      expect(hashOf(Redacted.make(secret), "p", 1, "x")).toBe(createHmac("sha256", secret).update("p\n1\nx").digest("hex"))
+    }
+    expect(hashOf(undefined, "prev", 42, text.slice(8))).toBe(createHash("sha256").update(text).digest("hex"))
+  })
 })
 
 describe("the audit chain's key", () => {

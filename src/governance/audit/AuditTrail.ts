@@ -20,7 +20,7 @@ import type { Completion, CompletionListener } from "../../http/FrontDoor.ts"
 import { Readiness, Reasons } from "../../http/Readiness.ts"
 import { GovernanceSettings, type GovernanceRules } from "../Governance.ts"
 import { append, type ChainKey, cutOlder } from "./chain.ts"
-import { adminPaths, type AuditEvent, changeEvent, lostEvent, type Pending, requestEvent, sampledEvent } from "./events.ts"
+import { adminPaths, type AuditEvent, lostEvent, packChange, type Packed, packRequest, type Pending, sampledEvent } from "./events.ts"
 import { auditRoutes } from "./endpoint.ts"
 
 /** `SVC_AUDIT_KEY` (src/config/Secrets.ts, checked there to be at least 16 bytes), or undefined. */
@@ -43,15 +43,15 @@ export const commitHookLayer: Layer.Layer<CommitHook, never, GovernanceSettings 
     if (key === undefined) {
       yield* Effect.logWarning("SVC_AUDIT_KEY is not set: the audit trail is chained with a plain hash, which catches mistakes but not a forger")
     }
-    return (sql, commitTs, origin, changes) => append(sql, db.dialect, key, changes.map((change) => changeEvent(commitTs, origin, change)))
+    return (sql, commitTs, origin, changes) => append(sql, db.dialect, key, changes.map((change) => packChange(commitTs, origin, change)))
   })
 )
 
 /** Events waiting for the database at most; more are counted and reported by a `lost` row. */
-export const bufferCapacity = 10_000
+export const bufferCapacity = 50_000
 
 /** Events appended by one commit at most. */
-export const batchRows = 500
+export const batchRows = 5000
 
 /** How often retention looks for rows past `audit.retention_days`. */
 export const retentionInterval = Duration.hours(1)
@@ -61,7 +61,7 @@ export const retentionInterval = Duration.hours(1)
  * waiting or someone waits for them (`flush`): at thousands of reads a second, one commit then carries
  * hundreds of events instead of a few, and the Writer is not taken from the writes once per read.
  */
-export const gatherFor = Duration.millis(200)
+export const gatherFor = Duration.seconds(1)
 
 /** How long a failed append waits before it tries again. */
 const retryAfter = Duration.seconds(1)
@@ -152,7 +152,7 @@ export const make: Effect.Effect<AuditTrail, never, GovernanceSettings | AuditKe
     push({ completion, timeMillis: now, admin })
   }
 
-  const eventOf = (entry: Entry): AuditEvent => ("resourceType" in entry ? entry : requestEvent(entry, audit.include_query))
+  const eventOf = (entry: Entry): AuditEvent | Packed => ("resourceType" in entry ? entry : packRequest(entry, audit.include_query))
 
   const settle = () => {
     for (let i = waiters.length - 1; i >= 0; i--) {

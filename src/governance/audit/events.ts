@@ -108,7 +108,9 @@ export const packEvent = (event: AuditEvent): string => {
 
 /** The event a row's text stands for (`packEvent`), in the order of the AuditEvent's elements. */
 export const unpackEvent = (text: string): AuditEvent => {
-  const packed = JSON.parse(text) as Record<string, any>
+  const parsed = JSON.parse(text) as unknown
+  if (Array.isArray(parsed)) return unpackCompact(parsed as unknown as Compact)
+  const packed = parsed as Record<string, any>
   if (packed["resourceType"] === "AuditEvent") return packed as AuditEvent
   const entity = packed["entity"] as ReadonlyArray<Record<string, any>> | undefined
   return {
@@ -134,6 +136,14 @@ export const unpackEvent = (text: string): AuditEvent => {
   }
 }
 
+/** An event as its row keeps it: the packed text (`packEvent`) and the filter columns (`columnsOf`). */
+export interface Packed {
+  readonly text: string
+  readonly columns: Columns
+}
+
+export const pack = (event: AuditEvent): Packed => ({ text: packEvent(event), columns: columnsOf(event) })
+
 export const columnsOf = (event: AuditEvent): Columns => {
   const subtype = event.subtype?.[0]
   const what = event.entity?.find((entity) => entity.what?.reference !== undefined)?.what?.reference
@@ -151,11 +161,14 @@ export const columnsOf = (event: AuditEvent): Columns => {
 
 const outcomeOf = (status: number): AuditEvent["outcome"] => (status < 400 ? "0" : status < 500 ? "4" : "8")
 
+/** The agent's network type: 2 for an IP address, 1 for a machine name. */
+const networkType = (address: string): "1" | "2" => (address.includes(":") || /^[\d.]+$/.test(address) ? "2" : "1")
+
 const agentOf = (key: string, address: string | null): AuditEvent["agent"] => [{
   type: agentType,
   who: { identifier: { value: key } },
   requestor: true,
-  ...(address === null ? {} : { network: { address, type: address.includes(":") || /^[\d.]+$/.test(address) ? "2" as const : "1" as const } })
+  ...(address === null ? {} : { network: { address, type: networkType(address) } })
 }]
 
 const requestEntity = (requestId: string | null): ReadonlyArray<AuditEntity> =>
@@ -283,3 +296,89 @@ export const sampledEvent = (secondMillis: number, count: number): AuditEvent =>
 /** The row that says events were lost because the buffer was full while the database could not take them. */
 export const lostEvent = (timeMillis: number, count: number): AuditEvent =>
   summaryEvent("lost", "8", timeMillis, `${count} audit events were not recorded: the database could not take them and the buffer was full`, "system")
+
+/*
+ * The events a busy server records most, a read or search and a change, are kept in a shorter form still: a JSON
+ * array of the parts that differ from one event to the next (`Compact`), written straight from the request or
+ * the change without building the AuditEvent, which `unpackEvent` turns into the very event `requestEvent` or
+ * `changeEvent` makes (test/governance/audit.events.test.ts holds them to it). A read's row is then some 150 bytes,
+ * and neither objects nor spreads are made for it: at thousands of audited reads a second, the row's bytes and
+ * the work of making them are most of what the trail costs.
+ */
+
+/**
+ * `[1, subtype code, action, recorded, outcome, outcomeDesc, agent key, agent address, entity reference,
+ * query description, query (base64), request id]`, null where absent; the leading 1 names the form.
+ */
+type Compact = readonly [1, string, AuditEvent["action"], string, AuditEvent["outcome"], string | null, string, string | null, string | null, string | null, string | null, string | null]
+
+const compactText = (compact: Compact): string => JSON.stringify(compact)
+
+const unpackCompact = ([, code, action, recorded, outcome, outcomeDesc, key, address, reference, description, query, requestId]: Compact): AuditEvent => {
+  const entities: Array<AuditEntity> = []
+  if (reference !== null) entities.push({ what: { reference }, type: systemObject })
+  if (query !== null) entities.push({ type: systemObject, role: queryRole, ...(description === null ? {} : { description }), query })
+  if (requestId !== null) entities.push({ what: { identifier: { value: requestId } }, type: requestIdType })
+  return {
+    resourceType: "AuditEvent",
+    type: restType,
+    subtype: [{ system: interactionSystem, code }],
+    action,
+    recorded,
+    outcome,
+    ...(outcomeDesc === null ? {} : { outcomeDesc }),
+    agent: agentOf(key, address),
+    source,
+    ...(entities.length === 0 ? {} : { entity: entities })
+  }
+}
+
+/** `Type/id` of a reference, as `columnsOf` reads it. */
+const entityOf = (reference: string): string => reference.split("/").slice(0, 2).join("/")
+
+/** The row of a read, search or refusal (`requestEvent`, packed); an admin access takes the general path. */
+export const packRequest = (pending: Pending, includeQuery: boolean): Packed => {
+  if (pending.admin) return pack(requestEvent(pending, includeQuery))
+  const { completion, timeMillis } = pending
+  const route = completion.route
+  const recorded = new Date(timeMillis).toISOString()
+  const outcome = outcomeOf(completion.status)
+  const key = callerKey(completion.principal)
+  const reference = route.type !== undefined && route.id !== undefined
+    ? `${route.type}/${route.id}${route.version === undefined ? "" : `/_history/${route.version}`}`
+    : null
+  const queryAt = completion.url.indexOf("?")
+  const query = includeQuery && queryAt !== -1 && route.interaction === "search"
+    ? Buffer.from(completion.url.slice(queryAt + 1), "utf8").toString("base64")
+    : null
+  const code = subtypeOf(route, completion.method)
+  const action = actionOf(route, completion.method)
+  const text = compactText([
+    1,
+    code,
+    action,
+    recorded,
+    outcome,
+    outcome === "0" ? null : `${completion.method} ${completion.path}: HTTP ${completion.status}`,
+    key,
+    completion.client,
+    reference,
+    query === null ? null : route.type ?? null,
+    query,
+    completion.requestId
+  ])
+  return {
+    text,
+    columns: { time: Date.parse(recorded), kind: code, action, outcome, agent: key, client: completion.client, entity: reference === null ? null : entityOf(reference) }
+  }
+}
+
+/** The row of one committed change (`changeEvent`, packed). */
+export const packChange = (commitTs: number, origin: WriteOrigin, change: Change): Packed => {
+  const time = Math.floor(commitTs / 1000)
+  const reference = `${change.type}/${change.id}/_history/${change.version}`
+  const client = origin.client ?? null
+  const action = actions[change.op]
+  const text = compactText([1, change.op, action, new Date(time).toISOString(), "0", null, origin.actor, client, reference, null, null, origin.requestId])
+  return { text, columns: { time, kind: change.op, action, outcome: "0", agent: origin.actor, client, entity: entityOf(reference) } }
+}
