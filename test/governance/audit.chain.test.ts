@@ -121,7 +121,10 @@ describe.each(backends)("the audit chain on $kind", ({ kind, skip }) => {
       const events = Array.from({ length: 2500 }, (_, i) => changeEvent(1_000_000 + i, { actor: "system", requestId: null }, change(`x${i}`)))
       yield* writer.commit(() => append(db.writer, db.dialect, key, events))
       expect(yield* verified).toMatchObject({ rows_checked: 2500, ok: true })
-      yield* exec(`UPDATE svc_audit SET event = replace(event, 'x2100', 'x2101') WHERE seq = 2101`)
+      // A batch this large is chained in the order of the resources (`sortedFrom`): x0, x1, x10, x100, ...
+      const order = (yield* db.writer<{ readonly entity: string }>`SELECT entity FROM svc_audit ORDER BY seq`).map((row) => row.entity)
+      expect(order).toEqual(events.map((_, i) => `Patient/x${i}`).sort())
+      yield* exec(`UPDATE svc_audit SET event = replace(event, '"system"', '"systen"') WHERE seq = 2101`)
       expect((yield* verified).first_problem).toEqual({ seq: 2101, kind: "altered" })
     })))
 
