@@ -21,7 +21,7 @@ import { seedFloor, seedSvc } from "./seed.ts"
 import { syntheaMissing } from "./ingest.ts"
 import { type Backend, npmRegistry, type Packages, root, startFloor, startSvc, ungoverned } from "./servers.ts"
 import { formatValidation, measureValidation } from "./validation.ts"
-import { describeGoal, type DrivenWorkload, ingestFour, isDriven, type LoadWorkload, onSynthea, quickBundles, readById, type Target, type Workload, workloads } from "./suite.ts"
+import { create, describeGoal, type DrivenWorkload, ingestFour, ingestOne, isDriven, type LoadWorkload, onSynthea, quickBundles, readById, type Target, type Workload, workloads } from "./suite.ts"
 
 const usage = `usage: npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest]
   --quick        3 s per workload after a 2 s warm-up (default 10 s after 5 s); ${quickBundles} Synthea bundles (default all 55)
@@ -143,22 +143,26 @@ const ungovernedServer = "svc, governance off"
 
 /**
  * Read by id on a svc like `benchSvc`'s with governance off (no metering, no stored request log, no audit
- * trail), to compare with the default server's in the same run (docs/governance.md, "What it costs").
+ * trail), to compare with the default server's in the same run (docs/governance.md, "What it costs"). It runs
+ * the creates first, as the default server does, so that both read from a database that went through the same.
  */
 const benchUngoverned = async (backend: Backend, workDir: string): Promise<Array<Measured>> => {
   progress(`svc ${backend.kind} with governance off: starting`)
   const child = await startSvc(backend, workDir, undefined, { name: `svc-${backend.kind}-ungoverned`, config: ungoverned })
   const ids = await seedSvc(child.url, settings.poolSize)
-  const measured = await measureAll(child, { server: ungovernedServer, backend: backend.kind, url: child.url, ids }, [readById])
+  const measured = await measureAll(child, { server: ungovernedServer, backend: backend.kind, url: child.url, ids }, [create, readById])
   await child.stop()
   return measured
 }
 
-/** The ingest at 4 connections on a svc with governance off, on a fresh copy of the R4 template. */
+/**
+ * The ingests on a svc with governance off, on a fresh copy of the R4 template: one client and then four, as
+ * the default server runs them, so that the four clients' ingest of each finds the same database.
+ */
 const benchUngovernedIngest = async (backend: Backend, workDir: string, packages: Packages): Promise<Array<Measured>> => {
   progress(`svc ${backend.kind} with the real R4 packages and governance off: starting`)
   const child = await startSvc(backend, workDir, packages, { name: `svc-${backend.kind}-r4-ungoverned`, config: ungoverned })
-  const measured = await measureAll(child, { server: ungovernedServer, backend: backend.kind, url: child.url, ids: [] }, [ingestFour])
+  const measured = await measureAll(child, { server: ungovernedServer, backend: backend.kind, url: child.url, ids: [] }, [ingestOne, ingestFour])
   await child.stop()
   return measured
 }
