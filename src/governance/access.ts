@@ -5,20 +5,12 @@
  * same on every type (`system/*.read`, `system/*.rs`).
  */
 import type { HttpServerResponse } from "@effect/platform"
+import { grants, parseScope } from "../auth/scopes.ts"
 import { outcomeResponse } from "../http/OperationOutcome.ts"
 import type { Principal } from "../http/Principal.ts"
 
-/** Whether `scope` grants reading `type` at the system level. */
-export const grantsSystemRead = (scope: string, type: string): boolean => {
-  const match = /^system\/([A-Za-z]+|\*)\.([a-z*]+)(\?.*)?$/.exec(scope)
-  if (match === null) return false
-  const [, target, permissions, query] = match
-  if (target !== type && target !== "*") return false
-  // A v2 scope limited by a query reads part of the type only: not the whole trail.
-  if (query !== undefined) return false
-  if (permissions === "read" || permissions === "*") return true
-  return /^c?r?u?d?s?$/.test(permissions!) && permissions!.includes("r")
-}
+/** Whether `scope` grants reading every `type` resource at the system level (a query-narrowed scope does not). */
+export const grantsSystemRead = (scope: string, type: string): boolean => grants(parseScope(scope), "system", type, "r")
 
 /** The scope the governance endpoints need, as the spec names it. */
 export const governanceScope = "system/AuditEvent.read"
