@@ -15,7 +15,8 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect, type Scope, SubscriptionRef } from "effect"
-import { Database, type Dialect } from "../db/Database.ts"
+import { Database } from "../db/Database.ts"
+import { multiRowInsert, rowsPerStatement } from "../db/multiRowInsert.ts"
 import { Writer } from "../db/Writer.ts"
 import type { LeaseLost } from "../db/WriterLease.ts"
 import type { Completion, CompletionListener } from "../http/FrontDoor.ts"
@@ -153,34 +154,13 @@ export const makeBuffer = (options: {
 
 const finite = (n: number | null | undefined): number | null => (n === null || n === undefined || !Number.isFinite(n) ? null : n)
 
-const columnNames = [
+/** The statement of a batch's rows; `pushRecord` gives their values in this column order. */
+const insertText = multiRowInsert("svc_request_log", [
   "time", "request_id", "method", "path", "status", "duration_ms", "client", "caller", "interaction", "resource_type",
   "cost", "bytes_in", "bytes_out", "aborted"
-] as const
+])
 
-/** Rows inserted by one statement; a larger batch takes several. */
-const insertRows = 100
-
-/**
- * The statement inserting `rows` rows, its text kept per row count so that the driver prepares it once; the
- * values go as one flat list rather than through the general statement builder, which costs more per value.
- */
-const insertText = (() => {
-  const texts = new Map<string, string>()
-  return (dialect: Dialect, rows: number): string => {
-    const id = `${dialect}:${rows}`
-    let text = texts.get(id)
-    if (text === undefined) {
-      let n = 0
-      const tuples = Array.from({ length: rows }, () => `(${columnNames.map(() => (dialect === "pg" ? `$${++n}` : "?")).join(",")})`)
-      text = `INSERT INTO svc_request_log (${columnNames.join(", ")}) VALUES ${tuples.join(",")}`
-      texts.set(id, text)
-    }
-    return text
-  }
-})()
-
-/** Appends the row's values, in `columnNames` order. */
+/** Appends the row's values, in `insertText`'s column order. */
 const pushRecord = (values: Array<string | number | null>, { completion, time }: Pending): void => {
   values.push(
     time,
@@ -304,8 +284,8 @@ export const make = (options: RequestLogOptions): Effect.Effect<RequestLogStore,
     const insert = (rows: ReadonlyArray<Pending>) =>
       writer.commit(() =>
         Effect.gen(function*() {
-          for (let from = 0; from < rows.length; from += insertRows) {
-            const upTo = Math.min(rows.length, from + insertRows)
+          for (let from = 0; from < rows.length; from += rowsPerStatement) {
+            const upTo = Math.min(rows.length, from + rowsPerStatement)
             const values: Array<string | number | null> = []
             for (let i = from; i < upTo; i++) pushRecord(values, rows[i]!)
             yield* db.writer.unsafe(insertText(db.dialect, upTo - from), values)

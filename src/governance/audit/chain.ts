@@ -15,6 +15,7 @@ import { Effect, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import { createHash, createHmac, createSecretKey } from "node:crypto"
 import type { Dialect } from "../../db/Database.ts"
+import { multiRowInsert, rowsPerStatement } from "../../db/multiRowInsert.ts"
 import { type AuditEvent, type Columns, columnsOf, pack, type Packed, unpackEvent } from "./events.ts"
 
 /** The key of the chain's HMAC; undefined: a plain SHA-256. */
@@ -75,32 +76,8 @@ interface HeadRow {
   readonly cut_hash: string
 }
 
-/** Rows inserted by one statement; a larger batch takes several. */
-const insertRows = 100
-
-const columnNames = ["seq", "time", "kind", "action", "outcome", "agent", "client", "entity", "event", "prev_hash", "hash"] as const
-
-/**
- * The statement inserting `rows` rows, its text kept per row count: the same text each time, so the driver
- * prepares it once, and the values go as one flat list rather than through the general statement builder,
- * which for a batch of hundreds of rows cost more than their hashes.
- */
-const insertText = (() => {
-  const texts = new Map<string, string>()
-  return (dialect: Dialect, rows: number): string => {
-    const id = `${dialect}:${rows}`
-    let text = texts.get(id)
-    if (text === undefined) {
-      let n = 0
-      const tuples = Array.from({ length: rows }, () =>
-        `(${columnNames.map(() => (dialect === "pg" ? `$${++n}` : "?")).join(",")})`
-      )
-      text = `INSERT INTO svc_audit (${columnNames.join(", ")}) VALUES ${tuples.join(",")}`
-      texts.set(id, text)
-    }
-    return text
-  }
-})()
+/** The statement of an append's rows; `append` gives their values in this column order. */
+const insertText = multiRowInsert("svc_audit", ["seq", "time", "kind", "action", "outcome", "agent", "client", "entity", "event", "prev_hash", "hash"])
 
 /** Appends of this many rows or more are chained in the order of the resource each is about; see `append`. */
 export const sortedFrom = 256
@@ -141,8 +118,8 @@ export const append = (
     if (rows.length >= sortedFrom) rows.sort(byEntity)
     let seq = Number(head?.last_seq ?? 0)
     let prev = head?.last_hash ?? ""
-    for (let from = 0; from < rows.length; from += insertRows) {
-      const upTo = Math.min(rows.length, from + insertRows)
+    for (let from = 0; from < rows.length; from += rowsPerStatement) {
+      const upTo = Math.min(rows.length, from + rowsPerStatement)
       const values: Array<string | number | null> = []
       for (let i = from; i < upTo; i++) {
         const { text, columns } = rows[i]!

@@ -369,7 +369,7 @@ export const packRequest = (pending: Pending, includeQuery: boolean): Packed => 
   ])
   return {
     text,
-    columns: { time: Date.parse(recorded), kind: code, action, outcome, agent: key, client: completion.client, entity: reference === null ? null : entityOf(reference) }
+    columns: { time: Math.trunc(timeMillis), kind: code, action, outcome, agent: key, client: completion.client, entity: reference === null ? null : entityOf(reference) }
   }
 }
 
