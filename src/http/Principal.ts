@@ -22,6 +22,12 @@ export interface Authorized {
   readonly scopes: ReadonlyArray<string>
   /** The patient whose compartment bounds what the caller sees (a patient launch). */
   readonly patient: string | undefined
+  /** The user as a FHIR resource (`Practitioner/123`), when the token names one. */
+  readonly fhirUser?: string | undefined
+  /** The launch encounter, when the token carries one. */
+  readonly encounter?: string | undefined
+  /** The access token's id (`jti`), for the audit trail. */
+  readonly tokenId?: string | undefined
 }
 
 /** A token the front door could not resolve without waiting (not in memory): the Effect edge resolves it. */
