@@ -24,6 +24,9 @@ import { type FastCounts, installFastRead } from "../rest/fastRead.ts"
 import * as FhirApp from "../rest/FhirApp.ts"
 import { basePath } from "../rest/Rest.ts"
 import { parseBind } from "../config/Setting.ts"
+import { outcomeResponse } from "../http/OperationOutcome.ts"
+import * as Smart from "../auth/Smart.ts"
+import { generatedSecrets, SmartSecrets } from "../auth/SmartSecrets.ts"
 
 export const edgeOptions = (config: AppConfig): EdgeOptions => ({
   role: config.cluster.role,
@@ -45,8 +48,27 @@ const routeByPrefix = <E>(
 ) => {
   const root = RootRoutes.app(RootRoutes.withHandlers(RootRoutes.rootRoutes, handlers))
   return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-    request.url === basePath || request.url.startsWith(`${basePath}/`) || request.url.startsWith(`${basePath}?`) ? fhir : root)
+    (request.url === basePath || request.url.startsWith(`${basePath}/`) || request.url.startsWith(`${basePath}?`)) &&
+      !request.url.startsWith(smartDiscoveryPath)
+      ? fhir
+      : root)
 }
+
+/** SMART discovery under the FHIR base, answered by the root table (src/auth/Discovery.ts). */
+const smartDiscoveryPath = `${basePath}/.well-known/`
+
+/** A root handler with the services it needs, whose failures and defects are a logged 500 OperationOutcome. */
+const served = <R>(handler: RootRoutes.RootHandler<unknown, R>, services: Context.Context<R>): RootRoutes.RootHandler => (request) =>
+  handler(request).pipe(
+    Effect.provide(services),
+    Effect.catchAllCause((cause) =>
+      Effect.logError("request failed", cause).pipe(Effect.as(outcomeResponse("exception", "the server failed to answer this request; see its log")))
+    )
+  )
+
+/** The public URL of a server listening at `address` without `server.public_url` (a loopback bind). */
+const listenUrl = (address: HttpServer.Address): string =>
+  address._tag === "TcpAddress" ? `http://${address.hostname.includes(":") ? `[${address.hostname}]` : address.hostname}:${address.port}` : "http://localhost"
 
 export interface Started {
   readonly address: HttpServer.Address
@@ -82,8 +104,18 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       maxPageBytes: config.server.max_page_bytes
     }).pipe(Effect.provide(services))
     const governance = Context.get(services, Governance)
-    const app = routeByPrefix(fhir.pipe(Effect.provide(services)), governance.routes)
     door.install(governance)
+    let rootHandlers: Record<string, RootRoutes.RootHandler> = { ...governance.routes }
+    if (config.smart.enabled) {
+      const secrets = Option.getOrElse(yield* Effect.serviceOption(SmartSecrets), generatedSecrets)
+      const smart = yield* Smart.make(config, config.server.public_url ?? listenUrl(address), secrets).pipe(
+        Effect.provide(services),
+        Scope.extend(databaseScope)
+      )
+      for (const [path, handler] of Object.entries(smart.routes)) rootHandlers[path] = served(handler, services)
+      door.install({ policies: smart.policies, listeners: [], resolve: smart.resolve, settle: smart.settle })
+    }
+    const app = routeByPrefix(fhir.pipe(Effect.provide(services)), rootHandlers)
 
     // A full garbage collection when the server falls idle, so that memory an ingest grew goes back.
     const idle = { collections: 0, releases: 0 }

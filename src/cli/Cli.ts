@@ -48,7 +48,12 @@ const serve = (given: Given) =>
       return yield* new UsageError({ message: `--standby contradicts --role ${role}` })
     }
     const { named, settings } = settingsFromFlags("svc", given)
-    yield* runServe({ configPath: textOf(given, "config"), settings, named })
+    yield* runServe({
+      configPath: textOf(given, "config"),
+      settings,
+      named,
+      smartSecrets: { dcrToken: textOf(given, "smart-dcr-token"), confidentialSecret: textOf(given, "smart-confidential-secret") }
+    })
   })
 
 const migrate = (given: Given) =>

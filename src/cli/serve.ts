@@ -1,6 +1,7 @@
 /** `svc` without a subcommand: load the configuration, refuse what this build lacks, run the server. */
 import { NodeFileSystem } from "@effect/platform-node"
-import { Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Layer, Redacted } from "effect"
+import { resolveSecrets, SmartSecrets } from "../auth/SmartSecrets.ts"
 import { loadAppConfig } from "../config/load.ts"
 import { redact } from "../config/Secrets.ts"
 import { start } from "../app/Start.ts"
@@ -15,7 +16,11 @@ export interface ServeInput {
   readonly configPath: string | undefined
   readonly settings: FlagSettings
   readonly named: ReadonlyArray<string>
+  /** `--smart-dcr-token`, `--smart-confidential-secret`: secrets that have no setting in the file. */
+  readonly smartSecrets?: { readonly dcrToken: string | undefined; readonly confidentialSecret: string | undefined }
 }
+
+const redacted = (value: string | undefined) => (value === undefined || value === "" ? undefined : Redacted.make(value))
 
 export const runServe = (input: ServeInput) =>
   Effect.gen(function*() {
@@ -26,13 +31,22 @@ export const runServe = (input: ServeInput) =>
       cwd: process.cwd()
     }).pipe(Effect.provide(NodeFileSystem.layer))
     yield* refuseUnavailable(loaded.config, input.named)
-    const sink = Log.stdoutSink((text) => redact(text, loaded.secrets))
+    // A generated secret is shown once, on a terminal only; it never reaches the log (Command line 8).
+    const smartSecrets = resolveSecrets({
+      dcrToken: redacted(input.smartSecrets?.dcrToken) ?? loaded.secrets.smartDcrToken,
+      confidentialSecret: redacted(input.smartSecrets?.confidentialSecret) ?? loaded.secrets.smartConfidentialSecret,
+      oidcClientSecret: loaded.secrets.oidcClientSecret
+    }, (name, value) => {
+      if (loaded.config.smart.enabled && process.stderr.isTTY) process.stderr.write(`svc: generated ${name} (shown once): ${value}\n`)
+    })
+    const secrets = { ...loaded.secrets, smartDcrToken: smartSecrets.dcrToken, smartConfidentialSecret: smartSecrets.confidentialSecret }
+    const sink = Log.stdoutSink((text) => redact(text, secrets))
     const runtime = Layer.mergeAll(Log.layer(loaded.config.server.log_level), readinessLayer, servingAppLayer).pipe(
       Layer.provideMerge(sink)
     )
     yield* Effect.scoped(Effect.gen(function*() {
       // The audit chain's key is a secret: it comes from the environment, not the configuration.
-      yield* start(loaded.config, Layer.succeed(AuditKey, loaded.secrets.auditKey))
+      yield* start(loaded.config, Layer.succeed(AuditKey, loaded.secrets.auditKey)).pipe(Effect.provideService(SmartSecrets, smartSecrets))
       // Registered last, so it is armed first when shutdown begins.
       yield* Effect.addFinalizer(() => Effect.sync(armShutdownLimit))
       return yield* Effect.never

@@ -7,7 +7,7 @@
  * (metering, request-log rows, audit). A request is admitted once and completed once, whichever path
  * answers it: the admission travels on the Node request, and the Effect edge reads it from there.
  */
-import { type Clock, Context } from "effect"
+import { type Clock, Context, Effect } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
@@ -56,7 +56,8 @@ export const admit = (policies: ReadonlyArray<AdmissionPolicy>) =>
 /** An admitted request, as the answering path sees it. */
 export interface Admission {
   readonly route: Route
-  readonly principal: Principal
+  /** The caller; an `Unresolved` one is replaced by what the edge's `settle` finds. */
+  principal: Principal
   readonly requestId: string
   readonly client: string
   readonly method: string
@@ -124,6 +125,10 @@ export interface FrontDoorOptions {
 export interface DoorRules {
   readonly policies: ReadonlyArray<AdmissionPolicy>
   readonly listeners: ReadonlyArray<CompletionListener>
+  /** Resolves callers from then on (the authorization layer's, by token), instead of the door's own. */
+  readonly resolve?: PrincipalResolver
+  /** Resolves an `Unresolved` caller, waiting as needed (a token's verification): the caller, or a refusal. */
+  readonly settle?: (principal: Principal, route: Route, url: string) => Effect.Effect<Principal | Refusal>
 }
 
 export interface FrontDoor {
@@ -139,6 +144,11 @@ export interface FrontDoor {
   readonly enter: (request: IncomingMessage, response: ServerResponse) => Admission | undefined
   /** The same for a request asking to upgrade its connection (a WebSocket): completed when the socket closes. */
   readonly enterUpgrade: (request: IncomingMessage, socket: Duplex) => Admission | undefined
+  /**
+   * Resolves the caller of an admission the door left `Unresolved` (`DoorRules.settle`): the admission then
+   * holds the caller found; a refusal (a bad token) is returned for the edge to answer.
+   */
+  readonly settle: (admission: Admission) => Effect.Effect<Refusal | undefined>
   /** The Effect edge starts answering an admitted request. */
   readonly enterEdge: (admission: Admission) => void
   /** The Effect edge has answered with `status` and `bytes` (undefined: it failed to answer). */
@@ -161,7 +171,8 @@ const outcomeType = "application/fhir+json; charset=utf-8"
 
 export const make = (options: FrontDoorOptions): FrontDoor => {
   const { clock, sink, trusted } = options
-  const resolve = options.resolve ?? anonymousResolver
+  let resolve = options.resolve ?? anonymousResolver
+  let settleWith: DoorRules["settle"] = undefined
   let listeners = options.listeners
   let judge = admit(options.policies)
   let policies = options.policies
@@ -170,6 +181,17 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
     policies = [...policies, ...rules.policies]
     judge = admit(policies)
     listeners = [...listeners, ...rules.listeners]
+    if (rules.resolve !== undefined) resolve = rules.resolve
+    if (rules.settle !== undefined) settleWith = rules.settle
+  }
+
+  const settle = (admission: Admission): Effect.Effect<Refusal | undefined> => {
+    if (admission.principal._tag !== "Unresolved" || settleWith === undefined) return Effect.succeed(undefined)
+    return Effect.map(settleWith(admission.principal, admission.route, admission.url), (found) => {
+      if (found._tag === "Refused") return found
+      admission.principal = found
+      return undefined
+    })
   }
 
   const complete = (admission: Admission, aborted: boolean, fallbackStatus: number) => {
@@ -308,5 +330,5 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
     if (admission.closed) complete(admission, true, 499)
   }
 
-  return { install, enter, enterUpgrade, enterEdge, leaveEdge }
+  return { install, enter, enterUpgrade, settle, enterEdge, leaveEdge }
 }

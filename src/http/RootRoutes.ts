@@ -70,8 +70,14 @@ export const rootRoutes: ReadonlyArray<RootRoute> = [
   { path: "/auth/revoke", methods: "any", handler: notBuilt },
   { path: "/auth/jwks", methods: "any", handler: notBuilt },
   { path: "/auth/login", methods: "any", handler: notBuilt },
+  { path: "/auth/login/callback", methods: ["GET"], handler: notBuilt },
+  { path: "/auth/picker", methods: ["GET", "POST"], handler: notBuilt },
+  { path: "/auth/consent", methods: "any", handler: notBuilt },
+  { path: "/auth/launch", methods: "any", handler: notBuilt },
   { path: "/.well-known/smart-configuration", methods: ["GET"], handler: notBuilt },
-  { path: "/.well-known/openid-configuration", methods: ["GET"], handler: notBuilt }
+  { path: "/.well-known/openid-configuration", methods: ["GET"], handler: notBuilt },
+  // SMART discovery is at [base]/.well-known/smart-configuration: under the FHIR base, answered by this table.
+  { path: "/fhir/.well-known/smart-configuration", methods: ["GET"], handler: notBuilt }
 ]
 
 /** The table with the handlers of `handlers` (by path) in place of those it has: a feature's endpoints. */

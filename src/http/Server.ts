@@ -85,7 +85,12 @@ export const edge = (options: EdgeOptions, door: FrontDoor.FrontDoor) =>
     const admission = FrontDoor.admissionOf(incoming) ?? door.enter(incoming, NodeHttpServerRequest.toServerResponse(request))
     if (admission === undefined) return HttpServerResponse.empty()
     door.enterEdge(admission)
-    const response = yield* gated(options).pipe(
+    // A token the front door had not seen is verified here, before anything answers.
+    const refused = admission.principal._tag === "Unresolved" ? yield* door.settle(admission) : undefined
+    const answering = refused === undefined
+      ? gated(options)
+      : Effect.succeed(outcomeResponse(refused.code, refused.diagnostics, { status: refused.status, ...(refused.headers === undefined ? {} : { headers: refused.headers }) }))
+    const response = yield* answering.pipe(
       Effect.provideService(FrontDoor.Admission, admission),
       Effect.provideService(Principal, admission.principal),
       Effect.provideService(RequestLog.RequestInfo, admission),

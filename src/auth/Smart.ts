@@ -1,0 +1,180 @@
+/**
+ * SMART App Launch on the front door (spec: Authentication; ARCHITECTURE.md, "A request's way"): with
+ * `--smart`, a caller is known by its bearer token. The front door resolves a token it has verified before
+ * from memory (`Tokens.cached`: a map lookup, so the fast handlers keep answering); a token it has not seen
+ * leaves the caller `Unresolved`, and the Effect edge verifies it (`settle`) before anything answers. A
+ * request with no token is refused 401 with `WWW-Authenticate: Bearer`, except on the paths that must stay
+ * open: the authorization server, the discovery documents and `/fhir/metadata` (the probes never reach the
+ * door). An address that sent `auth_failures_per_minute` unknown tokens this minute has its next unknown
+ * tokens refused without a lookup until the minute ends.
+ */
+import { Context, Effect, Layer } from "effect"
+import type { SmartSecretValues } from "./SmartSecrets.ts"
+import type { IncomingHttpHeaders } from "node:http"
+import type { AppConfig } from "../config/AppConfig.ts"
+import type { AdmissionPolicy, Refusal } from "../http/FrontDoor.ts"
+import type { Authorized, Principal, PrincipalResolver } from "../http/Principal.ts"
+import type { RootHandler } from "../http/RootRoutes.ts"
+import { fhirBase, type Route } from "../http/Route.ts"
+import { authFailures } from "../governance/RateLimit.ts"
+import type { AccessClaims } from "./Grant.ts"
+import * as AuthServer from "./AuthServer.ts"
+import * as Authorizations from "./Authorizations.ts"
+import * as Clients from "./Clients.ts"
+import { authUrls, type AuthUrls } from "./Discovery.ts"
+import * as Keys from "./Keys.ts"
+import * as Tokens from "./Tokens.ts"
+import * as Oidc from "./oidc/Upstream.ts"
+import { CatalogService } from "../catalog/CatalogService.ts"
+import { Database } from "../db/Database.ts"
+import * as Search from "../search/Search.ts"
+
+
+/** What SMART adds to a started server: the front door's resolver, the edge's verifier, a policy, the routes. */
+export interface SmartFront {
+  readonly urls: AuthUrls
+  readonly resolve: PrincipalResolver
+  /** Verifies the token of an `Unresolved` caller: the caller it names, or the refusal to answer. */
+  readonly settle: (principal: Principal, route: Route, url: string) => Effect.Effect<Principal | Refusal>
+  readonly policies: ReadonlyArray<AdmissionPolicy>
+  readonly routes: Readonly<Record<string, RootHandler<unknown, AuthServer.AuthEnv>>>
+}
+
+const bearerPattern = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
+
+/** The bearer token of the headers; `""` for an `Authorization` header that is not a well-formed bearer token. */
+export const bearerToken = (headers: IncomingHttpHeaders): string | undefined => {
+  const header = headers["authorization"]
+  if (header === undefined) return undefined
+  const match = bearerPattern.exec(header)
+  return match === null ? "" : match[1]!
+}
+
+/** Paths open without a token under `--smart`. */
+export const isOpenPath = (url: string, route: Route): boolean =>
+  route.interaction === "capabilities" ||
+  url.startsWith("/auth/") ||
+  url.startsWith("/.well-known/") ||
+  url.startsWith(`${fhirBase}/.well-known/`)
+
+const principalOf = (claims: AccessClaims, address: string): Authorized => ({
+  _tag: "Authorized",
+  address,
+  clientId: claims.clientId,
+  user: claims.subject === claims.clientId ? undefined : claims.subject,
+  scopes: claims.scopes,
+  patient: claims.patient,
+  fhirUser: claims.fhirUser,
+  encounter: claims.encounter,
+  tokenId: claims.jti
+})
+
+const unauthorized = (diagnostics: string, error?: string): Refusal => ({
+  _tag: "Refused",
+  status: 401,
+  code: "login",
+  diagnostics,
+  headers: { "www-authenticate": error === undefined ? "Bearer realm=\"svc\"" : `Bearer realm="svc", error="${error}", error_description="${diagnostics}"` }
+})
+
+export const make = (config: AppConfig, publicUrl: string, secrets: SmartSecretValues) =>
+  Effect.gen(function*() {
+    const urls = authUrls(publicUrl)
+    const clock = yield* Effect.clock
+    const context = yield* Layer.build(
+      Layer.mergeAll(Tokens.layer(Tokens.tokenSettings(urls.issuer)), Clients.layer({
+        dcrToken: secrets.dcrToken,
+        confidentialSecret: secrets.confidentialSecret,
+        tokenEndpoint: urls.token,
+        publicOrigin: urls.issuer
+      }), Authorizations.layer).pipe(Layer.provideMerge(Keys.layer()))
+    )
+    const keys = Context.get(context, Keys.SigningKeys)
+    const tokens = Context.get(context, Tokens.Tokens)
+    const clients = Context.get(context, Clients.Clients)
+    const authorizations = Context.get(context, Authorizations.Authorizations)
+    const oidc = config.smart.oidc
+    const services = yield* Effect.context<Database | CatalogService>()
+    // A user without a fhirUser claim is bound by a search of the store (`smart.oidc.fhir_user_lookup`).
+    const lookup: Oidc.FhirUserLookup<unknown> = (type, system, value) =>
+      Effect.gen(function*() {
+        const db = yield* Database
+        const catalog = yield* Effect.flatMap(CatalogService, (service) => service.get)
+        const params = new URLSearchParams({ identifier: `${system.replace(/([\\,$|])/g, "\\$1")}|${value.replace(/([\\,$|])/g, "\\$1")}`, _count: "2" })
+        const rows = yield* db.withReader((sql) => Search.run(sql, { catalog, params, lenient: false }, type))
+        return rows.matches.map((row) => row.id)
+      }).pipe(Effect.provide(services))
+    const upstream = oidc.issuer === undefined || oidc.client_id === undefined
+      ? undefined
+      : yield* Oidc.make({ settings: oidc, clientSecret: secrets.oidcClientSecret, callbackUrl: urls.loginCallback, lookup })
+    if (config.smart.demo_login) {
+      yield* Effect.logWarning("smart.demo_login is on: anyone can sign in with any username, and nothing is verified; for testing only")
+    }
+    const failures = authFailures(config.rate_limit.auth_failures_per_minute ?? 20, clock)
+
+    // The caller of a token seen lately, by token: the same object while the address stays the same.
+    const principals = new Map<string, Authorized>()
+    const resolve: PrincipalResolver = (headers, address) => {
+      const token = bearerToken(headers)
+      if (token === undefined) return { _tag: "Anonymous", address }
+      const known = principals.get(token)
+      const claims = tokens.cached(token, clock.unsafeCurrentTimeMillis())
+      if (claims === undefined) {
+        if (known !== undefined) principals.delete(token)
+        return { _tag: "Unresolved", address, token }
+      }
+      if (known !== undefined && known.address === address) return known
+      const principal = principalOf(claims, address)
+      if (principals.size >= 10_000) principals.delete(principals.keys().next().value!)
+      principals.set(token, principal)
+      return principal
+    }
+
+    const settle = (principal: Principal, route: Route, url: string): Effect.Effect<Principal | Refusal> => {
+      if (principal._tag !== "Unresolved") return Effect.succeed(principal)
+      // The authorization server's own bearer tokens (the DCR token) are not access tokens: its paths check them.
+      if (isOpenPath(url, route)) return Effect.succeed({ _tag: "Anonymous", address: principal.address })
+      if (principal.token === "") return Effect.succeed(unauthorized("the Authorization header is not a bearer token", "invalid_request"))
+      return tokens.verifyAccess(principal.token).pipe(
+        Effect.map((claims): Principal | Refusal => principalOf(claims, principal.address)),
+        Effect.catchAll((invalid) =>
+          Effect.sync((): Principal | Refusal => {
+            failures.note(principal.address)
+            return unauthorized(invalid.reason, "invalid_token")
+          })
+        )
+      )
+    }
+
+    const policy: AdmissionPolicy = (route, principal, request) => {
+      if (isOpenPath(request.url ?? "/", route)) return undefined
+      switch (principal._tag) {
+        case "Anonymous":
+          return unauthorized("this server needs a bearer token (SMART App Launch); see /.well-known/smart-configuration")
+        case "Unresolved":
+          return failures.exceeded(principal.address)
+            ? {
+              _tag: "Refused",
+              status: 429,
+              code: "throttled",
+              diagnostics: "too many unknown tokens from this address; try again after the minute ends",
+              headers: { "retry-after": String(60 - Math.floor(clock.unsafeCurrentTimeMillis() / 1000) % 60) }
+            }
+            : undefined
+        case "Authorized":
+          return undefined
+      }
+    }
+
+    const routes = AuthServer.make({
+      urls,
+      demoLogin: config.smart.demo_login,
+      demoPatient: config.smart.patient,
+      demoEncounter: config.smart.encounter,
+      demoFhirUser: config.smart.fhir_user,
+      dcrToken: secrets.dcrToken
+    }, { keys, tokens, clients, authorizations, upstream })
+    const withRegister = { ...routes, "/auth/register": clients.registerHandler }
+    const front: SmartFront = { urls, resolve, settle, policies: [policy], routes: withRegister }
+    return front
+  })
