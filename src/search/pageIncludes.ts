@@ -6,6 +6,7 @@
  * they fit. A single match whose included resources alone, all but the largest one, exceed the bound cannot
  * be served within it: that is a SearchError (too-costly).
  */
+import type { Statement } from "@effect/sql"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
@@ -25,6 +26,8 @@ export interface IncludeRules {
   readonly include: Parameters<typeof includedKeys>[2]
   readonly revinclude: Parameters<typeof includedKeys>[3]
   readonly maxPageBytes: number
+  /** What every included resource meets besides the rules (the caller's restriction, spec Search rule 9). */
+  readonly restrict?: Statement.Fragment | undefined
 }
 
 const keysOf = (rows: ReadonlyArray<PageMatch>) => rows.map((row) => ({ rkey: Number(row.rkey), type: row.type, id: row.id }))
@@ -43,7 +46,7 @@ export const pageIncludes = (
   Effect.gen(function*() {
     if (rows.length === 0 || (plan.include.length === 0 && plan.revinclude.length === 0)) return { included: [], keep: undefined }
     const keysFor = (n: number) =>
-      includedKeys(sql, keysOf(rows.slice(0, n)), plan.include, plan.revinclude)
+      includedKeys(sql, keysOf(rows.slice(0, n)), plan.include, plan.revinclude, plan.restrict === undefined ? {} : { restrict: plan.restrict })
         .pipe(Effect.catchTag("TooManyIncluded", (error) => new SearchError({ code: "too-costly", diagnostics: error.message })))
     const sizes = (n: number, found: ReadonlyArray<IncludedKey>) => [...rows.slice(0, n).map((row) => Number(row.size)), ...found.map((key) => key.size)]
     const fits = (n: number, found: ReadonlyArray<IncludedKey>) => bytesOf(sizes(n, found)) <= plan.maxPageBytes

@@ -1,4 +1,5 @@
 /** Reading resources and their versions (ARCHITECTURE.md, Storage). */
+import type { Statement } from "@effect/sql"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
@@ -78,15 +79,18 @@ export interface HistoryQuery {
   readonly cursor?: Cursor | undefined
   /** The most bytes of versions the page holds (the first always). */
   readonly maxBytes: number
+  /** A further condition on `r`, the resource of a version: a caller's restriction (src/auth/access/). */
+  readonly restrict?: Statement.Fragment | undefined
 }
 
 type Paging = "count" | "offset" | "cursor" | "maxBytes"
 
 const conditionsOf = (sql: SqlClient.SqlClient, query: Omit<HistoryQuery, Paging>) => {
-  const conditions = [sql`v.commit_ts <= ${query.until}`]
+  const conditions: Array<Statement.Fragment> = [sql`v.commit_ts <= ${query.until}`]
   if (query.since !== undefined) conditions.push(sql`v.commit_ts >= ${query.since}`)
   if (query.type !== undefined) conditions.push(sql`r.type = ${query.type}`)
   if (query.id !== undefined) conditions.push(sql`r.id = ${query.id}`)
+  if (query.restrict !== undefined) conditions.push(query.restrict)
   if (query.currentDuring !== undefined) {
     // A version is current from its commit until the next version's; a next version past the snapshot does not count.
     const { from, to } = query.currentDuring

@@ -56,6 +56,8 @@ export interface EverythingQuery {
   /** `_since`, in the commit timestamps' microseconds. */
   readonly sinceMicros: number | undefined
   readonly types: ReadonlyArray<string> | undefined
+  /** A condition on `r` every resource of the set meets: the caller's restriction (src/auth/access/). */
+  readonly restrict?: Fragment | undefined
 }
 
 /** Members whose clinical date overlaps `[start, end)`, or that have none; the focal resource always. */
@@ -104,7 +106,8 @@ const where = (sql: SqlClient.SqlClient, query: EverythingQuery): Fragment =>
     inSet(sql, sql`r.rkey`, sql`SELECT rkey FROM everything_set`),
     sql`NOT r.deleted`,
     ...(query.sinceMicros === undefined ? [] : [sql`r.commit_ts >= ${query.sinceMicros}`]),
-    ...(query.types === undefined ? [] : [query.types.length === 0 ? sql`1 = 0` : sql.in("r.type", query.types)])
+    ...(query.types === undefined ? [] : [query.types.length === 0 ? sql`1 = 0` : sql.in("r.type", query.types)]),
+    ...(query.restrict === undefined ? [] : [query.restrict])
   ])
 
 export interface EverythingRow {

@@ -10,7 +10,7 @@ import { normalize } from "../extract/values.ts"
 import { indexKey, isLong } from "../indexKey.ts"
 import type { Criterion, FilterCompare, FilterExpr } from "../parse/SearchRequest.ts"
 import { escapeLike } from "./conditions.ts"
-import { criteriaCondition, criterionCondition } from "./criteria.ts"
+import { criteriaCondition, criterionCondition, type Reach, reached } from "./criteria.ts"
 
 type Fragment = Statement.Fragment
 
@@ -29,33 +29,37 @@ export const filteredCondition = (
   now: number,
   extra: ReadonlyArray<Fragment> = [],
   /** A condition that drives instead of the most selective criterion (see criteriaCondition). */
-  driver?: Fragment
+  driver?: Fragment,
+  /** What a resource a chain, `_has` or path reaches must meet (see criteria.ts). */
+  reach?: Reach
 ): Fragment => {
   const parts = filters.flatMap(conjuncts)
   const tests = parts.flatMap((part) => (part.kind === "test" ? [part.criterion] : []))
-  const others = parts.filter((part) => part.kind !== "test").map((part) => filterCondition(sql, type, part, now))
-  return criteriaCondition(sql, type, [...criteria, ...tests], now, [...extra, ...others], driver)
+  const others = parts.filter((part) => part.kind !== "test").map((part) => filterCondition(sql, type, part, now, reach))
+  return criteriaCondition(sql, type, [...criteria, ...tests], now, [...extra, ...others], driver, reach)
 }
 
 /** The condition one expression puts on `r`, a resource of `type`. */
-export const filterCondition = (sql: SqlClient.SqlClient, type: string, expr: FilterExpr, now: number): Fragment => {
+export const filterCondition = (sql: SqlClient.SqlClient, type: string, expr: FilterExpr, now: number, reach?: Reach): Fragment => {
   switch (expr.kind) {
     case "and":
-      return sql.and(expr.operands.map((operand) => filterCondition(sql, type, operand, now)))
+      return sql.and(expr.operands.map((operand) => filterCondition(sql, type, operand, now, reach)))
     case "or":
-      return sql.or(expr.operands.map((operand) => filterCondition(sql, type, operand, now)))
+      return sql.or(expr.operands.map((operand) => filterCondition(sql, type, operand, now, reach)))
     case "not":
       // Unknown (a NULL from `x IN (... NULL ...)`) counts as false before it is negated: a resource without
       // a value for the parameter meets `not(x eq 1)`.
-      return sql`NOT COALESCE(${filterCondition(sql, type, expr.operand, now)}, FALSE)`
+      return sql`NOT COALESCE(${filterCondition(sql, type, expr.operand, now, reach)}, FALSE)`
     case "test":
-      return criterionCondition(sql, type, expr.criterion, now, false)
+      return criterionCondition(sql, type, expr.criterion, now, false, reach)
     case "compare":
       return compareCondition(sql, type, expr)
     case "chain": {
       // The references of `type` through the parameter whose target is a current resource meeting its expression.
       const targets = expr.targets.map(({ type: target, inner }) =>
-        sql`(i.target_type = ${target} AND i.target_id IN (SELECT r.id FROM resources r WHERE ${filteredCondition(sql, target, [], [inner], now, [sql`r.type = ${target}`])}))`)
+        sql`(i.target_type = ${target} AND i.target_id IN (SELECT r.id FROM resources r WHERE ${
+          filteredCondition(sql, target, [], [inner], now, [sql`r.type = ${target}`, ...reached(reach, target)], undefined, reach)
+        }))`)
       return sql`r.rkey IN (SELECT i.rkey FROM search_reference i WHERE i.type = ${type} AND i.param = ${expr.param.code} AND ${sql.or(targets)})`
     }
   }

@@ -12,7 +12,7 @@ import type { Statement } from "@effect/sql"
 import type { ScopedSearch } from "../parse/parseScope.ts"
 import { type Clause, isCommonCode, parameterType, type SearchRequest } from "../parse/SearchRequest.ts"
 import { clauseCondition, orderedLookup } from "./conditions.ts"
-import { chainTarget, pickDriver } from "./criteria.ts"
+import { chainTarget, pickDriver, type Reach } from "./criteria.ts"
 import { limitOf, whereCondition } from "./query.ts"
 import { type SortValue, sortValue } from "./sort.ts"
 
@@ -35,11 +35,11 @@ const listCondition = (sql: SqlClient.SqlClient, clause: Clause): Fragment => {
 const anyTypeCondition = (sql: SqlClient.SqlClient, clause: Clause, now: number): Fragment =>
   clause.code === "_list" ? listCondition(sql, clause) : clauseCondition(sql, "", clause, parameterType(clause.param), now, false)
 
-export const scopeCondition = (sql: SqlClient.SqlClient, search: ScopedSearch, now: number, condition?: Fragment): Fragment => {
+export const scopeCondition = (sql: SqlClient.SqlClient, search: ScopedSearch, now: number, condition?: Fragment, reach?: Reach): Fragment => {
   const { types, requests } = search
   const [first] = requests
   if (first === undefined) return sql`1 = 0`
-  if (types?.length === 1) return whereCondition(sql, first, now, condition)
+  if (types?.length === 1) return whereCondition(sql, first, now, condition, reach)
   if (types === undefined || requests.every(commonOnly)) {
     return sql.and([
       ...(condition === undefined ? [] : [condition]),
@@ -48,8 +48,8 @@ export const scopeCondition = (sql: SqlClient.SqlClient, search: ScopedSearch, n
       ...first.clauses.map((clause) => anyTypeCondition(sql, clause, now))
     ])
   }
-  if (condition === undefined) return sql.or(requests.map((request) => sql.and([sql`r.type = ${request.type}`, whereCondition(sql, request, now)])))
-  return sql.and([condition, sql.or(requests.map((request) => whereCondition(sql, request, now, sql`r.type = ${request.type}`)))])
+  if (condition === undefined) return sql.or(requests.map((request) => sql.and([sql`r.type = ${request.type}`, whereCondition(sql, request, now, undefined, reach)])))
+  return sql.and([condition, sql.or(requests.map((request) => whereCondition(sql, request, now, sql`r.type = ${request.type}`, reach)))])
 }
 
 /** The values `_sort` orders the search by, key by key (the row key, which ends every order, aside). */
@@ -78,7 +78,8 @@ export const orderedPage = (
   sql: SqlClient.SqlClient,
   search: ScopedSearch,
   now: number,
-  condition?: Fragment
+  condition?: Fragment,
+  reach?: Reach
 ): { readonly rows: Fragment; readonly where: Fragment } | undefined => {
   if (sql.onDialectOrElse({ sqlite: () => false, orElse: () => true })) return undefined
   const request = plainOneType(search, condition)
@@ -88,7 +89,7 @@ export const orderedPage = (
   const rows = orderedLookup(sql, request.type, driver, parameterType(driver.param))
   if (rows === undefined) return undefined
   const rest = { ...request, clauses: request.clauses.filter((clause) => clause !== driver) }
-  return { rows, where: whereCondition(sql, rest, now, sql`r.type = ${request.type}`) }
+  return { rows, where: whereCondition(sql, rest, now, sql`r.type = ${request.type}`, reach) }
 }
 
 /** A string from the catalog (a type, a parameter's code) as an SQL literal. */
@@ -111,7 +112,8 @@ export const chainedPage = (
   sql: SqlClient.SqlClient,
   search: ScopedSearch,
   now: number,
-  condition?: Fragment
+  condition?: Fragment,
+  reach?: Reach
 ): {
   readonly targets: Fragment
   /** The rows for the targets `ids`, those `after` allows (a cursor's condition on a row key column), in row-key order or `backwards`. */
@@ -123,9 +125,9 @@ export const chainedPage = (
   const driver = pickDriver([...request.clauses, ...request.links])
   if (driver === undefined || !("kind" in driver) || driver.kind !== "chain" || driver.targets.length !== 1) return undefined
   const { type: target, inner } = driver.targets[0]!
-  const targets = sql`SELECT r.id FROM resources r WHERE ${chainTarget(sql, target, inner, now)} LIMIT ${limitOf(sql, maxChainTargets + 1)}`
+  const targets = sql`SELECT r.id FROM resources r WHERE ${chainTarget(sql, target, inner, now, reach)} LIMIT ${limitOf(sql, maxChainTargets + 1)}`
   const rest: SearchRequest = { ...request, links: request.links.filter((link) => link !== driver) }
-  const where = whereCondition(sql, rest, now, sql`r.type = ${request.type}`)
+  const where = whereCondition(sql, rest, now, sql`r.type = ${request.type}`, reach)
   // The type, parameter and target type are written into the text (from the catalog, quoted): one range
   // binds the target's id alone, which makes each range about a quarter cheaper on SQLite.
   const [type, param, targetType] = [quoted(sql, request.type), quoted(sql, driver.param.code), quoted(sql, target)]

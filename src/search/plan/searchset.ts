@@ -35,6 +35,21 @@ export interface SearchInput {
   readonly path?: string
   /** `server.max_page_bytes`: the most bytes of resources one page holds (`defaultMaxPageBytes` when left out). */
   readonly maxPageBytes?: number
+  /** What the caller may see (src/auth/access/): applied inside the statements, so that pages and totals stay right. */
+  readonly restriction?: SearchRestriction | undefined
+}
+
+/**
+ * A caller's restriction, as conditions on `r` (the resources table); each undefined where nothing is
+ * restricted. docs/smart-scopes.md says what they hold.
+ */
+export interface SearchRestriction {
+  /** What every match of a search of `types` (undefined: every type) meets, ANDed with the query's condition. */
+  readonly matches: (types: ReadonlyArray<string> | undefined) => Statement.Fragment | undefined
+  /** What every resource `_include` and `_revinclude` add meets (spec Search rule 9); asked for only when there are such rules. */
+  readonly included: () => Statement.Fragment | undefined
+  /** What a resource of `type` that a chain, `_has` or `_filter` path reaches meets to count. */
+  readonly reach: (type: string) => Statement.Fragment | undefined
 }
 
 /**
@@ -75,6 +90,8 @@ export interface SearchPlan {
   readonly pageSize: number
   /** `server.max_page_bytes`. */
   readonly maxPageBytes: number
+  /** What every included resource meets besides the rules (the caller's restriction), if anything. */
+  readonly restrict?: Statement.Fragment | undefined
   readonly include: SearchRequest["result"]["include"]
   readonly revinclude: SearchRequest["result"]["revinclude"]
   /**
@@ -138,8 +155,11 @@ export const planSearch = (sql: SqlClient.SqlClient, input: SearchInput, scope: 
   const bounded = (rows: Statement.Fragment) => sql<PageRow>`${boundedPage(sql, rows, keysOn, count, maxPageBytes, backwards)}`
 
   const wantTotal = summary === "count" || query.result.total === "accurate" || query.result.total === "estimate"
-  const where = scopeCondition(sql, query, now, input.condition)
-  const ordered = orderedPage(sql, query, now, input.condition)
+  const restricted = input.restriction?.matches(query.types)
+  const condition = restricted === undefined ? input.condition : input.condition === undefined ? restricted : sql.and([input.condition, restricted])
+  const reach = input.restriction?.reach
+  const where = scopeCondition(sql, query, now, condition, reach)
+  const ordered = orderedPage(sql, query, now, condition, reach)
   const rows = sortValues.length > 0
     ? sql`SELECT x.* FROM (SELECT r.rkey, r.type, r.id, r.version, ${
       sql.join(", ", false)(sortValues.map((value, i) => sql`${value.value} AS ${sql.literal(`s${i}`)}`))
@@ -151,7 +171,7 @@ export const planSearch = (sql: SqlClient.SqlClient, input: SearchInput, scope: 
     } GROUP BY d.rkey ORDER BY d.rkey ${direction} ${limit}`
   const page = summary === "count" ? undefined : bounded(rows)
   const total = wantTotal ? sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where}` : undefined
-  const chain = summary === "count" || ordered !== undefined ? undefined : chainedPage(sql, query, now, input.condition)
+  const chain = summary === "count" || ordered !== undefined ? undefined : chainedPage(sql, query, now, condition, reach)
   const after = cursor === undefined ? undefined : (rkey: Statement.Fragment) => pastCursor(sql, [{ column: rkey, descending: false, nullable: false, text: false }], cursor)
   const chained = chain === undefined ? undefined : {
     targets: sql<{ readonly id: string }>`${chain.targets}`,
@@ -195,6 +215,7 @@ export const planSearch = (sql: SqlClient.SqlClient, input: SearchInput, scope: 
     total,
     pageSize: count,
     maxPageBytes,
+    restrict: query.result.include.length + query.result.revinclude.length === 0 ? undefined : input.restriction?.included(),
     include: query.result.include,
     revinclude: query.result.revinclude,
     rows: searchRows
