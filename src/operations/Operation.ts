@@ -18,5 +18,10 @@ export interface OperationModule<A> {
   /** The url of the OperationDefinition its parameters are read from, for a type (or the system level). */
   readonly definition: (type: string | undefined) => string
   readonly methods: ReadonlyArray<"GET" | "POST">
+  /**
+   * The module checks the caller's access itself (`FhirRequest.access`, docs/smart-scopes.md). Without it, the
+   * registry lets it run only for a caller granted every permission on its type (system level: on every type).
+   */
+  readonly checksAccess?: boolean
   readonly run: (call: OperationCall) => A
 }

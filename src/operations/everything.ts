@@ -8,6 +8,8 @@
  * POST, from a Parameters body. Anything unreadable is a 400; an unknown focal resource a 404.
  */
 import { Clock, Effect } from "effect"
+import { accessCondition } from "../auth/access/conditions.ts"
+import { granted, seen } from "../auth/access/enforce.ts"
 import { Database } from "../db/Database.ts"
 import { readDate } from "../search/parse/dates.ts"
 import { countExpected, defaultCount, offsetExpected, readCount, readOffset } from "../search/parse/result.ts"
@@ -109,12 +111,16 @@ export const everything = (request: FhirRequest, type: string, id: string) =>
     if (definition === undefined || everythingOperations[type] === undefined) {
       return yield* fail("not-found", `$everything is not defined on ${type}`)
     }
+    // The caller reads the focal resource and, of the set, only what it may read (docs/smart-scopes.md): a
+    // patient-scoped token its own patient's record, and what that refers to of the types it may read.
+    const rule = yield* granted(request.access, catalog, type, "r")
     const params = (yield* readArguments(request, "$everything", inputsOf(catalog, type))).values
     const input = yield* readInput(request, params)
     const db = yield* Database
     const now = yield* Clock.currentTimeMillis
     const text = yield* db.withReader((sql) =>
       Effect.gen(function*() {
+        yield* seen(sql, catalog, type, id, rule)
         const [focal] = yield* sql<{ readonly rkey: number | string; readonly deleted: number | boolean }>`
           SELECT rkey, deleted FROM resources WHERE type = ${type} AND id = ${id}`
         if (focal === undefined) return yield* fail("not-found", `${type}/${id} is not known`)
@@ -127,7 +133,8 @@ export const everything = (request: FhirRequest, type: string, id: string) =>
           start: input.start,
           end: input.end,
           sinceMicros: input.sinceMicros,
-          types: input.types
+          types: input.types,
+          restrict: accessCondition(sql, request.access, catalog, undefined, "r", now)
         }
         const found = yield* everythingPage(sql, catalog, query, input.count, input.offset, request.maxPageBytes)
         const total = Number(found[0]?.total ?? 0)
@@ -160,5 +167,6 @@ export const everythingModule = {
   types: Object.keys(everythingOperations),
   definition: (type) => everythingOperations[type ?? ""] ?? everythingOperations["Patient"]!,
   methods: ["GET", "POST"],
+  checksAccess: true,
   run: (call) => everything(call.request, call.type!, call.id!)
 } satisfies OperationModule<ReturnType<typeof everything>>

@@ -11,7 +11,8 @@ import { fail } from "../http/FhirError.ts"
 import type { FhirRequest } from "../rest/FhirRequest.ts"
 import { type OperationAt, Operations } from "../rest/Operations.ts"
 import { everythingModule } from "./everything.ts"
-import type { OperationCall } from "./Operation.ts"
+import type { OperationCall, OperationModule } from "./Operation.ts"
+import { operationGranted } from "../auth/access/enforce.ts"
 import { validateModule } from "./validate.ts"
 
 /** Every operation served, in the order the CapabilityStatement lists them. */
@@ -58,6 +59,10 @@ export const invoke = (
     if (module.name !== at.name || !serves(module, at.level, at.type)) continue
     if (!(module.methods as ReadonlyArray<string>).includes(method)) {
       return Effect.fail(fail("not-supported", `${method} is not allowed on ${path}`, 405))
+    }
+    if (!(module as OperationModule<unknown>).checksAccess) {
+      const refused = operationGranted(request.access, catalog, at.name, at.type)
+      if (refused !== undefined) return Effect.fail(refused)
     }
     return module.run(call)
   }

@@ -8,6 +8,8 @@
  * definitions, the profiles named, and the references under `conformance.reference_policy`.
  */
 import { Clock, Effect } from "effect"
+import { granted, standing, unseen } from "../auth/access/enforce.ts"
+import type { Permission } from "../auth/scopes.ts"
 import { Database } from "../db/Database.ts"
 import { type Issue as OutcomeIssue } from "../http/OperationOutcome.ts"
 import { readCurrent } from "../store/reads.ts"
@@ -94,6 +96,12 @@ export const validateOperation = (request: FhirRequest, type: string, id: string
     const body = hasBody ? yield* readResource(request.http, request.maxBodyBytes, request.catalog) : undefined
     const input = yield* inputOf(request, type, body)
     const db = yield* Database
+    // Checked as the interaction its mode stands for (docs/smart-scopes.md): the permission on the type, and an
+    // instance the caller cannot see is not known.
+    const permission: Permission = input.mode === "create" ? "c" : input.mode === "update" ? "u" : input.mode === "delete" ? "d"
+      : input.mode === "profile" ? "r" : id === undefined ? "c" : "u"
+    const rule = yield* granted(request.access, request.catalog, type, permission)
+    if (id !== undefined && (yield* db.withReader((sql) => standing(sql, request.catalog, type, id, rule))) === "outside") return yield* unseen(type, id)
 
     if (input.mode === "delete") {
       if (id === undefined) return yield* fail("invalid", "$validate with mode delete needs an instance: POST [base]/{type}/{id}/$validate")
@@ -135,5 +143,6 @@ export const validateModule = {
   types: undefined,
   definition: () => "http://hl7.org/fhir/OperationDefinition/Resource-validate",
   methods: ["GET", "POST"],
+  checksAccess: true,
   run: (call) => validateOperation(call.request, call.type!, call.id)
 } satisfies OperationModule<ReturnType<typeof validateOperation>>

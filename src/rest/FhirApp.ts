@@ -8,7 +8,8 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import { CatalogService } from "../catalog/CatalogService.ts"
 import { databaseLimit } from "../db/errors.ts"
 import { Admission } from "../http/FrontDoor.ts"
-import { callerKey } from "../http/Principal.ts"
+import { callerKey, Principal } from "../http/Principal.ts"
+import { accessOf, unrestricted } from "../auth/access/Access.ts"
 import { fhirRoute, type Route } from "../http/Route.ts"
 import { systemOrigin } from "../db/ChangeFeed.ts"
 import { instantOf } from "../store/versions.ts"
@@ -191,6 +192,7 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
       if (segments instanceof FhirError) return errorResponse(segments, negotiated, catalog)
       const badQuery = queryProblem(queryAt === -1 ? "" : http.url.slice(queryAt + 1), params)
       if (badQuery !== undefined) return errorResponse(badQuery, negotiated, catalog)
+      const principal = yield* Effect.serviceOption(Principal)
       const request: FhirRequest = {
         http,
         params,
@@ -199,7 +201,8 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
         catalog,
         maxBodyBytes: options.maxBodyBytes,
         maxPageBytes: options.maxPageBytes,
-        maxBundleEntries: options.maxBundleEntries
+        maxBundleEntries: options.maxBundleEntries,
+        access: Option.isSome(principal) ? accessOf(principal.value) : unrestricted
       }
       // Every search answer varies with Prefer (handling=lenient), errors included (spec: Search rules 6).
       // The route the front door classified the request with; the same from the path when no front door ran.

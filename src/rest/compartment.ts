@@ -11,6 +11,7 @@ import { Effect, Either } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { SearchScope } from "../search/parse/parseScope.ts"
 import { compartmentCondition, compartmentTypes, searchableCompartment } from "../search/plan/compartment.ts"
+import { compartmentGranted } from "../auth/access/enforce.ts"
 import { fail, type FhirError } from "../http/FhirError.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
 import { search } from "./search.ts"
@@ -39,7 +40,13 @@ export const resolveCompartment = (catalog: Catalog, compartment: string, id: st
   return Either.right({ scope: target, condition: (sql) => compartmentCondition(sql, compartment, id, [target]), path })
 }
 
-/** `[base]/{compartment}/{id}/{target}?params`. */
+/** The types a resolved compartment search reads. */
+export const searchedTypes = (scope: string | SearchScope): ReadonlyArray<string> => (typeof scope === "string" ? [scope] : scope.types ?? [])
+
+/** `[base]/{compartment}/{id}/{target}?params`; a patient-scoped token searches its own patient's compartment only. */
 export const compartmentSearch = (request: FhirRequest, compartment: string, id: string, target: string, params: URLSearchParams) =>
   Effect.flatMap(resolveCompartment(request.catalog, compartment, id, target), ({ scope, condition, path }) =>
-    search(request, scope, params, { condition, path }))
+    Effect.zipRight(
+      compartmentGranted(request.access, request.catalog, compartment, id, searchedTypes(scope)),
+      search(request, scope, params, { condition, path })
+    ))

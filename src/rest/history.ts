@@ -1,5 +1,7 @@
 /** history at instance, type and system level (https://hl7.org/fhir/R4/http.html#history). */
 import { Clock, Effect } from "effect"
+import { accessCondition } from "../auth/access/conditions.ts"
+import { granted, seen } from "../auth/access/enforce.ts"
 import { Database } from "../db/Database.ts"
 import { Writer } from "../db/Writer.ts"
 import { decodeCursor } from "../search/plan/cursor.ts"
@@ -90,10 +92,17 @@ export const history = (request: FhirRequest, scope: HistoryScope) =>
       return yield* fail("value", "_cursor and _offset cannot be used together: a cursor names where its page starts")
     }
 
+    // Under a restricted grant, the versions of the resources that, as they are now, the caller may read
+    // (docs/smart-scopes.md): at instance level any other resource is not known.
+    const rule = scope.type === undefined ? undefined : yield* granted(request.access, request.catalog, scope.type, "r")
     const db = yield* Database
-    const query = { type: scope.type, id: scope.id, since: since?.from, until, currentDuring: at }
     const [page, total] = yield* db.withReader((sql) =>
-      Effect.all([historyRows(sql, { ...query, count, offset, cursor, maxBytes: request.maxPageBytes }), historyTotal(sql, query)])
+      Effect.gen(function*() {
+        if (rule !== undefined && scope.id !== undefined) yield* seen(sql, request.catalog, scope.type!, scope.id, rule)
+        const restrict = accessCondition(sql, request.access, request.catalog, scope.type === undefined ? undefined : [scope.type], "r", yield* Clock.currentTimeMillis)
+        const query = { type: scope.type, id: scope.id, since: since?.from, until, currentDuring: at, restrict }
+        return yield* Effect.all([historyRows(sql, { ...query, count, offset, cursor, maxBytes: request.maxPageBytes }), historyTotal(sql, query)])
+      })
     )
     const backwards = cursor?.direction === "before"
     const links = pageLinks<HistoryRow>({

@@ -7,7 +7,7 @@
 import { Effect } from "effect"
 import { ifMatchVersion, knownType } from "../store/checks.ts"
 import { type Patcher, patchCommand } from "../store/commands.ts"
-import { matchOne, patchMatch, readCondition } from "../store/conditional.ts"
+import { matchFor, patchMatch, readCondition } from "../store/conditional.ts"
 import { checkBody } from "./bodyCheck.ts"
 import { fail, FhirError } from "../http/FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
@@ -64,6 +64,6 @@ export const patchWhere = (request: FhirRequest, type: string) =>
     if (expected instanceof FhirError) return yield* expected
     const apply = yield* readPatch(request)
     const { commitTs, value } = yield* inTransaction(request, (env) =>
-      Effect.flatMap(matchOne(env.sql, condition, "conditional patch"), (match) => patchMatch(env, condition, match, apply, expected)))
+      Effect.flatMap(matchFor(env, condition, "conditional patch", "u"), (match) => patchMatch(env, condition, match, apply, expected)))
     return written(request, type, value.id, value.stored, commitTs, "updated")
   })

@@ -1,6 +1,7 @@
 /** read and vread (https://hl7.org/fhir/R4/http.html#read, #vread). */
 import { HttpServerResponse } from "@effect/platform"
 import { Effect, Either } from "effect"
+import { granted, seen } from "../auth/access/enforce.ts"
 import { Database } from "../db/Database.ts"
 import { readCurrent, readVersion, type VersionRow } from "../store/reads.ts"
 import { fail } from "../http/FhirError.ts"
@@ -31,10 +32,16 @@ const answer = (request: FhirRequest, row: VersionRow) => {
   return largeBody(body, request.negotiated, request.catalog, { headers: versionHeaders(row) })
 }
 
+/**
+ * Under a restricted grant (docs/smart-scopes.md) the resource, as it is now, must be one the grant allows:
+ * any other is not known (404), and so is a deleted one (the index no longer says whose it was). A vread is
+ * judged by the current version too.
+ */
 export const read = (request: FhirRequest, type: string, id: string) =>
   Effect.gen(function*() {
+    const rule = yield* granted(request.access, request.catalog, type, "r")
     const db = yield* Database
-    const row = yield* db.withReader((sql) => readCurrent(sql, type, id))
+    const row = yield* db.withReader((sql) => Effect.zipRight(seen(sql, request.catalog, type, id, rule), readCurrent(sql, type, id)))
     if (row === undefined) return yield* fail("not-found", `${type}/${id} is not known`)
     if (row.content === null) return yield* gone(row)
     return yield* answer(request, row)
@@ -42,9 +49,10 @@ export const read = (request: FhirRequest, type: string, id: string) =>
 
 export const vread = (request: FhirRequest, type: string, id: string, versionText: string) =>
   Effect.gen(function*() {
+    const rule = yield* granted(request.access, request.catalog, type, "r")
     if (!/^[1-9]\d{0,9}$/.test(versionText)) return yield* fail("not-found", `${type}/${id} has no version ${JSON.stringify(versionText)}`)
     const db = yield* Database
-    const row = yield* db.withReader((sql) => readVersion(sql, type, id, Number(versionText)))
+    const row = yield* db.withReader((sql) => Effect.zipRight(seen(sql, request.catalog, type, id, rule), readVersion(sql, type, id, Number(versionText))))
     if (row === undefined) return yield* fail("not-found", `${type}/${id} has no version ${versionText}`)
     if (row.content === null) return yield* gone(row)
     return yield* answer(request, row)

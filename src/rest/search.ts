@@ -8,7 +8,9 @@
 import type { Statement } from "@effect/sql"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect, Either } from "effect"
+import { Clock, Effect, Either } from "effect"
+import { searchRestriction } from "../auth/access/conditions.ts"
+import { searchGranted } from "../auth/access/enforce.ts"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { Database } from "../db/Database.ts"
 import { operationOutcome } from "../http/OperationOutcome.ts"
@@ -72,8 +74,8 @@ export const planSearchset = (sql: SqlClient.SqlClient, ctx: SearchContext, scop
   const finish: SearchsetPlan["finish"] = (rows, total, included, keep) =>
     searchsetText(plan.rows(rows, total, included, keep), ctx.base, ctx.catalog, shape.right)
   // Field by field: spreading the plan cost the fast search some 5 µs a request.
-  const { request, page, chained, total, pageSize, maxPageBytes, include, revinclude, rows } = plan
-  return Either.right({ request, page, chained, total, pageSize, maxPageBytes, include, revinclude, rows, finish })
+  const { request, page, chained, total, pageSize, maxPageBytes, restrict, include, revinclude, rows } = plan
+  return Either.right({ request, page, chained, total, pageSize, maxPageBytes, restrict, include, revinclude, rows, finish })
 }
 
 /**
@@ -98,9 +100,11 @@ export const search = (
   options: { readonly condition?: (sql: SqlClient.SqlClient) => Statement.Fragment; readonly path?: string } = {}
 ) =>
   Effect.gen(function*() {
+    yield* searchGranted(request.access, request.catalog, scope, params)
     const lenient = /(^|[;,\s])handling\s*=\s*lenient/i.test(header(request, "prefer") ?? "")
     const db = yield* Database
     const warnings = yield* Search.indexWarnings(typeof scope === "string" ? scope : scope.types)
+    const now = yield* Clock.currentTimeMillis
     const text = yield* db.withReader((sql) =>
       searchset(sql, {
         catalog: request.catalog,
@@ -109,6 +113,7 @@ export const search = (
         lenient,
         warnings,
         maxPageBytes: request.maxPageBytes,
+        restriction: searchRestriction(sql, request.access, request.catalog, now),
         ...(options.condition === undefined ? {} : { condition: options.condition(sql) }),
         ...(options.path === undefined ? {} : { path: options.path })
       }, scope))

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto"
 import { operationOutcome } from "../http/OperationOutcome.ts"
 import { ifMatchVersion } from "../store/checks.ts"
 import { type CommandEnv, createCommand, deleteCommand, type Prevalidated, prevalidatedOf, updateCommand } from "../store/commands.ts"
-import { createUnlessFound, deleteMatch, matchOne, readCondition, updateMatch } from "../store/conditional.ts"
+import { createUnlessFound, deleteMatch, matchFor, readCondition, updateMatch } from "../store/conditional.ts"
 import { ResourceStore, type WriteScope } from "../store/ResourceStore.ts"
 import { FhirError } from "../http/FhirError.ts"
 import { type FhirRequest, header } from "./FhirRequest.ts"
@@ -23,7 +23,8 @@ const scopeOf = (request: FhirRequest): WriteScope => ({
   base: request.base,
   catalog: request.catalog,
   maxBundleEntries: request.maxBundleEntries,
-  maxPageBytes: request.maxPageBytes
+  maxPageBytes: request.maxPageBytes,
+  access: request.access
 })
 
 /** Runs `command` in one transaction of the ResourceStore, for `request`. */
@@ -92,7 +93,7 @@ export const create = (request: FhirRequest, type: string, body: Record<string, 
     const condition = readCondition(request.catalog, type, ifNoneExist, "conditional create")
     if (condition instanceof FhirError) return yield* condition
     const { commitTs, value } = yield* inTransaction(request, (env) =>
-      Effect.flatMap(matchOne(env.sql, condition, "conditional create"), (match) => createUnlessFound(env, type, match, body)))
+      Effect.flatMap(matchFor(env, condition, "conditional create", "c"), (match) => createUnlessFound(env, type, match, body)))
     return value._tag === "created"
       ? written(request, type, value.written.id, value.written.stored, commitTs, "created")
       : written(request, type, value.row.id, value.row, commitTs, "found", value.row.commitTs)
@@ -113,7 +114,7 @@ export const updateWhere = (request: FhirRequest, type: string, body: Record<str
     if (condition instanceof FhirError) return yield* condition
     const expected = yield* ifMatchOf(request)
     const { commitTs, value } = yield* inTransaction(request, (env) =>
-      Effect.flatMap(matchOne(env.sql, condition, "conditional update"), (match) => updateMatch(env, type, match, body, expected)))
+      Effect.flatMap(matchFor(env, condition, "conditional update", "u"), (match) => updateMatch(env, type, match, body, expected)))
     return written(request, type, value.id, value.stored, commitTs, value.created ? "created" : "updated")
   })
 
@@ -132,6 +133,6 @@ export const removeWhere = (request: FhirRequest, type: string) =>
     const condition = readCondition(request.catalog, type, request.params, "conditional delete")
     if (condition instanceof FhirError) return yield* condition
     const { commitTs, value } = yield* inTransaction(request, (env) =>
-      Effect.flatMap(matchOne(env.sql, condition, "conditional delete"), (match) => deleteMatch(env, type, match)))
+      Effect.flatMap(matchFor(env, condition, "conditional delete", "d"), (match) => deleteMatch(env, type, match)))
     return deletedResponse(commitTs, value?.version)
   })

@@ -14,6 +14,7 @@
  */
 import { SqlError } from "@effect/sql/SqlError"
 import { Clock, Context, Data, Effect, Layer } from "effect"
+import type { Access } from "../auth/access/Access.ts"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { Database } from "../db/Database.ts"
 import { causeText, databaseLimit } from "../db/errors.ts"
@@ -64,6 +65,8 @@ export interface WriteScope {
   readonly maxPageBytes?: number
   /** `server.max_bundle_entries`. */
   readonly maxBundleEntries: number
+  /** What the caller may write (src/auth/access/); undefined for the server's own writes. */
+  readonly access?: Access | undefined
 }
 
 /** A write's statement failed; nothing of it was committed. */
@@ -122,6 +125,7 @@ export const make = Effect.gen(function*() {
           references,
           validation: validationOptions(settings, now),
           ...(scope.maxPageBytes === undefined ? {} : { maxPageBytes: scope.maxPageBytes }),
+          ...(scope.access === undefined ? {} : { access: scope.access }),
           limits: { maxIndexRows: settings.maxIndexRows, maxBundleEntries: scope.maxBundleEntries, maxPatchOperations: settings.maxPatchOperations }
         }
         const value = yield* runCommand(env, command)

@@ -20,6 +20,8 @@ import type { PatchProblem } from "./PatchProblem.ts"
 import { extractIndexPaced } from "../search/extract/extractIndex.ts"
 import { Pacer, paced, workPerYield } from "../db/EventLoop.ts"
 import { removeIndex, writeIndex } from "../search/IndexWriter.ts"
+import type { Access } from "../auth/access/Access.ts"
+import { after, before, type WriteRule, writeRule } from "../auth/access/writes.ts"
 
 export interface CommandEnv {
   readonly sql: SqlClient.SqlClient
@@ -45,6 +47,8 @@ export interface CommandEnv {
   readonly validation?: ValidateOptions
   /** Resources validated before the command was queued (ResourceStore.prevalidate), by the resource: not validated again. */
   readonly prevalidated?: ReadonlyMap<Record<string, unknown>, Prevalidated> | undefined
+  /** What the caller may write (src/auth/access/): every command checks it; undefined for the server's own writes. */
+  readonly access?: Access | undefined
 }
 
 /** The lookup of `CommandEnv.prevalidated`, from validations done ahead (those left undefined skipped). */
@@ -169,7 +173,7 @@ export const checkCreate = (
   Effect.suspend(() => {
     const problem = knownType(env.catalog, type) ?? bodyMatches(body, type)
     if (problem) return Effect.fail(problem)
-    return Effect.as(validated(env, type, id, body), { type, id, resource: body })
+    return Effect.zipRight(writeRule(env.access, env.catalog, type, "c"), Effect.as(validated(env, type, id, body), { type, id, resource: body }))
   })
 
 /**
@@ -194,9 +198,21 @@ export const writeCreates = (
         env.commit.record({ type: create.type, id: create.id, version: version.version, op: "create", resource: version.content })
         written.push({ type: create.type, id: create.id, stored: version, created: true })
       }
+      // Under a restricted grant each resource must land inside it, read back once the piece is inserted.
+      for (const [k, create] of piece.entries()) {
+        const rule = yield* writeRule(env.access, env.catalog, create.type, "c")
+        if (rule === undefined) continue
+        yield* settle(env)
+        yield* Effect.catchTag(after(env.sql, env.catalog, create.type, create.id, stored[k]!.rkey, [rule]), "FhirError", (error) =>
+          Effect.fail(named(start + k, error)))
+      }
     }
     return written
   })
+
+/** Under restricted grants (`rules`), the 403 when the resource just written is outside one of them (see src/auth/access/writes.ts). */
+const within = (env: CommandEnv, type: string, id: string, rkey: number, rules: ReadonlyArray<WriteRule | undefined>) =>
+  rules.every((rule) => rule === undefined) ? Effect.void : Effect.zipRight(settle(env), after(env.sql, env.catalog, type, id, rkey, rules))
 
 export const createCommand = (
   env: CommandEnv,
@@ -206,8 +222,10 @@ export const createCommand = (
 ): Effect.Effect<Written, FhirError | SqlError> =>
   Effect.gen(function*() {
     yield* check(knownType(env.catalog, type))
+    const rule = yield* writeRule(env.access, env.catalog, type, "c")
     yield* check(bodyMatches(body, type))
     const stored = yield* store(env, type, id, body)
+    yield* within(env, type, id, stored.rkey, [rule])
     env.commit.record({ type, id, version: stored.version, op: "create", resource: stored.content })
     return { type, id, stored, created: true }
   })
@@ -224,6 +242,7 @@ export const updateCommand = (
 ): Effect.Effect<Written, FhirError | SqlError> =>
   Effect.gen(function*() {
     yield* check(knownType(env.catalog, type))
+    const rule = yield* writeRule(env.access, env.catalog, type, "u")
     yield* check(validId(id))
     yield* check(bodyMatches(body, type, id))
     yield* settle(env)
@@ -231,8 +250,12 @@ export const updateCommand = (
     if (current === undefined && !env.updateAsCreate) {
       return yield* fail("not-supported", `${type}/${id} does not exist, and this server does not create resources with client ids on update (conformance.update_as_create)`, 405)
     }
+    yield* before(env.sql, env.catalog, type, id, rule)
+    // An update that creates the resource (conformance.update_as_create) needs the permission to create it too.
+    const createRule = current === undefined ? yield* writeRule(env.access, env.catalog, type, "c") : undefined
     if (ifMatch !== undefined && current?.version !== ifMatch) return yield* conflict(type, id, ifMatch, current?.version)
     const stored = yield* store(env, type, id, body)
+    yield* within(env, type, id, stored.rkey, [rule, createRule])
     env.commit.record({ type, id, version: stored.version, op: current === undefined ? "create" : "update", resource: stored.content })
     return { type, id, stored, created: current === undefined }
   })
@@ -248,7 +271,9 @@ export const patchCommand = (
 ): Effect.Effect<Written, FhirError | SqlError> =>
   Effect.gen(function*() {
     yield* check(knownType(env.catalog, type))
+    const rule = yield* writeRule(env.access, env.catalog, type, "u")
     yield* settle(env)
+    yield* before(env.sql, env.catalog, type, id, rule)
     const current = yield* readCurrent(env.sql, type, id)
     if (current === undefined) return yield* fail("not-found", `${type}/${id} is not known`)
     if (current.content === null) return yield* fail("deleted", `${type}/${id} was deleted (version ${current.version})`)
@@ -267,6 +292,7 @@ export const patchCommand = (
     const mismatch = bodyMatches({ ...resource, id: resource["id"] ?? id }, type, id)
     if (mismatch) return yield* fail("processing", `the patched resource is not ${type}/${id}: ${mismatch.diagnostics}`, 422)
     const stored = yield* store(env, type, id, resource, true)
+    yield* within(env, type, id, stored.rkey, [rule])
     env.commit.record({ type, id, version: stored.version, op: "patch", resource: stored.content })
     return { type, id, stored, created: false }
   })
@@ -280,7 +306,9 @@ export interface Deleted {
 export const deleteCommand = (env: CommandEnv, type: string, id: string): Effect.Effect<Deleted, FhirError | SqlError> =>
   Effect.gen(function*() {
     yield* check(knownType(env.catalog, type))
+    const rule = yield* writeRule(env.access, env.catalog, type, "d")
     yield* settle(env)
+    yield* before(env.sql, env.catalog, type, id, rule)
     const deleted = yield* deleteResource(env.sql, { type, id, commitTs: env.commit.commitTs })
     if (deleted === undefined) return yield* fail("not-found", `${type}/${id} is not known`)
     if (deleted.changed) {

@@ -12,7 +12,9 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import { parseSearch } from "../search/parse/parseSearch.ts"
 import { resultCodes } from "../search/parse/result.ts"
 import type { SearchRequest } from "../search/parse/SearchRequest.ts"
-import { findMatches, type Match } from "../search/plan/query.ts"
+import { findMatches, type Match, type MatchRestriction } from "../search/plan/query.ts"
+import { matchRestriction } from "../auth/access/enforce.ts"
+import type { Permission } from "../auth/scopes.ts"
 import { readCurrent, type VersionRow } from "./reads.ts"
 import { urlTextProblem } from "../validation/fhirText.ts"
 import { bodyMatches } from "./checks.ts"
@@ -74,16 +76,35 @@ export const readCondition = (
   return { type, text, search: parsed.right }
 }
 
-/** The one current resource the condition matches, or undefined; several are a 412. */
+/**
+ * The one current resource the condition matches, or undefined; several are a 412. With a `restriction`, only
+ * among the resources the caller may reach: any other is as if it did not exist.
+ */
 export const matchOne = (
   sql: SqlClient.SqlClient,
   condition: Condition,
-  interaction: string
+  interaction: string,
+  restriction?: MatchRestriction
 ): Effect.Effect<Match | undefined, FhirError | SqlError> =>
-  Effect.flatMap(findMatches(sql, condition.search, 2), (matches) =>
+  Effect.flatMap(findMatches(sql, condition.search, 2, restriction), (matches) =>
     matches.length > 1
       ? Effect.fail(fail("multiple-matches", `the ${interaction} matches more than one ${condition.type} with ${condition.text}; it needs criteria that select one`))
       : Effect.succeed(matches[0]))
+
+/**
+ * `matchOne` for a conditional interaction of the caller of `env`: among the resources its grant of
+ * `permission` on the type reaches (src/auth/access/); the 403 when it grants none.
+ */
+export const matchFor = (
+  env: CommandEnv,
+  condition: Condition,
+  interaction: string,
+  permission: Permission
+): Effect.Effect<Match | undefined, FhirError | SqlError> =>
+  Effect.flatMap(
+    env.access === undefined ? Effect.succeed(undefined) : matchRestriction(env.sql, env.access, env.catalog, condition.type, permission),
+    (restriction) => matchOne(env.sql, condition, interaction, restriction)
+  )
 
 /** What a conditional create did: created the resource, or found the one that exists. */
 export type CreateOutcome =

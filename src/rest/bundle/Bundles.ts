@@ -15,9 +15,9 @@ import { resourceBody } from "../respond.ts"
 import { bundleText } from "../bundleText.ts"
 import { type CheckedCreate, type CommandEnv, prevalidatedOf, settle, writeCreates } from "../../store/commands.ts"
 import { Pacer, workPerYield } from "../../db/EventLoop.ts"
-import { type Condition, matchOne, updateTarget } from "../../store/conditional.ts"
+import { type Condition, matchFor, updateTarget } from "../../store/conditional.ts"
 import { commitHeader, inTransaction, prevalidate } from "../write.ts"
-import { conditionKey, conditionOf, interactionName, resolveReferences } from "./conditions.ts"
+import { conditionKey, conditionOf, interactionName, permissionOf, resolveReferences } from "./conditions.ts"
 import { type Entry, parseBundle } from "./entries.ts"
 import { type Rewrite, rewrite } from "./references.ts"
 import { checkedCreate, type EntryResult, fromWritten, isConditional, type Plan, runEntry, statusLine, unsupported } from "./run.ts"
@@ -205,7 +205,7 @@ const transaction = (request: FhirRequest, entries: ReadonlyArray<Entry>) =>
         const matchOf = (entry: Entry) => {
           const condition = conditions.get(entry.index)
           if (condition === undefined) return Effect.succeed(undefined)
-          return Effect.map(named(entry, Effect.zipRight(settle(env), matchOne(env.sql, condition, interactionName(entry)))), (match) => ({ condition, match }))
+          return Effect.map(named(entry, Effect.zipRight(settle(env), matchFor(env, condition, interactionName(entry), permissionOf(entry)))), (match) => ({ condition, match }))
         }
         const touched = new Touched()
         const touch = (entry: Entry, id: string | undefined) => {
@@ -269,7 +269,7 @@ const batchEntry = (env: CommandEnv, entry: Entry) =>
     if (problem) return yield* problem
     const read = conditionOf(entry, env.catalog)
     if (read instanceof FhirError) return yield* read
-    const condition = read === undefined ? undefined : { condition: read, match: yield* matchOne(env.sql, read, interactionName(entry)) }
+    const condition = read === undefined ? undefined : { condition: read, match: yield* matchFor(env, read, interactionName(entry), permissionOf(entry)) }
     let resource = entry.resource
     if (resource !== undefined && !(entry.method === "POST" && condition?.match !== undefined)) {
       const references = yield* resolveReferences(env, entry, resource, new Map())

@@ -7,6 +7,8 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import type { Catalog } from "../../catalog/Catalog.ts"
+import { matchRestriction } from "../../auth/access/enforce.ts"
+import type { Permission } from "../../auth/scopes.ts"
 import { findMatches } from "../../search/plan/query.ts"
 import type { CommandEnv } from "../../store/commands.ts"
 import { type Condition, readCondition } from "../../store/conditional.ts"
@@ -24,6 +26,11 @@ const interactionOf: Record<Entry["method"], string> = {
 }
 
 export const interactionName = (entry: Entry): string => interactionOf[entry.method]
+
+const permissions: Record<Entry["method"], Permission> = { POST: "c", PUT: "u", PATCH: "u", DELETE: "d", GET: "s", HEAD: "s" }
+
+/** The SMART permission an entry's condition is looked up under (docs/smart-scopes.md). */
+export const permissionOf = (entry: Entry): Permission => permissions[entry.method]
 
 /** The condition of a conditional entry, read with the search rules; undefined for other entries. */
 export const conditionOf = (entry: Entry, catalog: Catalog): Condition | FhirError | undefined => {
@@ -78,7 +85,9 @@ export const resolveReferences = (
         resolved.set(reference, same)
         continue
       }
-      const matches = yield* findMatches(env.sql, condition.search, 2)
+      // A conditional reference is a search: it finds only what the caller may search.
+      const restriction = env.access === undefined ? undefined : yield* matchRestriction(env.sql, env.access, env.catalog, type, "s")
+      const matches = yield* findMatches(env.sql, condition.search, 2, restriction)
       if (matches.length === 0) return yield* fail("not-found", `the conditional reference ${reference}${where} matches no ${type}`)
       if (matches.length > 1) {
         return yield* fail("multiple-matches", `the conditional reference ${reference}${where} matches more than one ${type}; it needs criteria that select one`)

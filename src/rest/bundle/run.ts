@@ -1,6 +1,6 @@
 /** One Bundle entry as an interaction, inside the Writer transaction (transaction) or its own (batch). */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { fhirPathPatch } from "../patch/fhirPathPatch.ts"
 import { jsonPatch } from "../patch/jsonPatch.ts"
 import { tooManyOperations } from "../patch/operationCount.ts"
@@ -22,7 +22,10 @@ import {
 import { type Condition, createUnlessFound, deleteMatch, patchMatch, updateMatch } from "../../store/conditional.ts"
 import type { Match } from "../../search/plan/query.ts"
 import { searchset } from "../search.ts"
-import { resolveCompartment } from "../compartment.ts"
+import { resolveCompartment, searchedTypes } from "../compartment.ts"
+import { unrestricted } from "../../auth/access/Access.ts"
+import { searchRestriction } from "../../auth/access/conditions.ts"
+import { compartmentGranted, granted, searchGranted, seen } from "../../auth/access/enforce.ts"
 import { checkBody } from "../bodyCheck.ts"
 import { fail, FhirError } from "../../http/FhirError.ts"
 import type { Entry } from "./entries.ts"
@@ -186,9 +189,14 @@ export const runEntry = (env: CommandEnv, entry: Entry, plan: Plan): Effect.Effe
       }
       case "GET":
       case "HEAD": {
-        if (target._tag === "instance") {
+        // Read and searched as the same request on its own would be, under the caller's access (docs/smart-scopes.md).
+        const access = env.access ?? unrestricted
+        if (target._tag === "instance" || target._tag === "version") {
           const unknownType = knownType(env.catalog, target.type)
           if (unknownType) return yield* unknownType
+          yield* seen(env.sql, env.catalog, target.type, target.id, yield* granted(access, env.catalog, target.type, "r"))
+        }
+        if (target._tag === "instance") {
           return yield* fromRead(entry, yield* readCurrent(env.sql, target.type, target.id), `${target.type}/${target.id}`)
         }
         if (target._tag === "version") {
@@ -196,10 +204,12 @@ export const runEntry = (env: CommandEnv, entry: Entry, plan: Plan): Effect.Effe
           const row = version === 0 ? undefined : yield* readVersion(env.sql, target.type, target.id, version)
           return yield* fromRead(entry, row, `${target.type}/${target.id}/_history/${target.version}`)
         }
+        const restriction = searchRestriction(env.sql, access, env.catalog, yield* Clock.currentTimeMillis)
         if (target._tag === "type") {
           // A search, never lenient in a Bundle (spec: Search rules 6); it sees the Bundle's own writes.
           const params = new URLSearchParams(entry.query ?? "")
-          const text = yield* searchset(env.sql, { catalog: env.catalog, base: env.base, params, lenient: false, ...pageBytes(env) }, target.type)
+          yield* searchGranted(access, env.catalog, target.type, params)
+          const text = yield* searchset(env.sql, { catalog: env.catalog, base: env.base, params, lenient: false, restriction, ...pageBytes(env) }, target.type)
           return { status: 200, resource: text }
         }
         if (target._tag === "system" || target._tag === "compartment") {
@@ -207,7 +217,9 @@ export const runEntry = (env: CommandEnv, entry: Entry, plan: Plan): Effect.Effe
           const resolved = target._tag === "system"
             ? { scope: { types: undefined, typeParameter: true }, condition: undefined, path: "" }
             : yield* resolveCompartment(env.catalog, target.compartment, target.id, target.type)
-          const context = { catalog: env.catalog, base: env.base, params, lenient: false, path: resolved.path, ...pageBytes(env) }
+          yield* searchGranted(access, env.catalog, resolved.scope, params)
+          if (target._tag === "compartment") yield* compartmentGranted(access, env.catalog, target.compartment, target.id, searchedTypes(resolved.scope))
+          const context = { catalog: env.catalog, base: env.base, params, lenient: false, path: resolved.path, restriction, ...pageBytes(env) }
           const text = yield* searchset(env.sql, resolved.condition === undefined ? context : { ...context, condition: resolved.condition(env.sql) }, resolved.scope)
           return { status: 200, resource: text }
         }
