@@ -6,7 +6,8 @@
  * It answers only what it can answer exactly as the general path would, with the same status, headers
  * and body (the front door writes the request log line for both); anything else is declined and takes the general path: another method, a
  * query string, conditional headers, a request body, an `Accept` that is not JSON, a type the catalog
- * does not know, a resource that is missing or deleted, or a database error. Searches of one type
+ * does not know, a resource that is missing or deleted, a caller whose token restricts what it may read of
+ * the type (the general path applies the restriction), or a database error. Searches of one type
  * (`GET /fhir/{type}?...`) are answered on the same connection by src/rest/fastSearch.ts.
  */
 import Sqlite from "better-sqlite3"
@@ -15,6 +16,7 @@ import { type Clock, Effect, Option, Scope, Stream } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { CatalogService } from "../catalog/CatalogService.ts"
+import { accessOf } from "../auth/access/Access.ts"
 import type { Admission } from "../http/FrontDoor.ts"
 import type { FastHandler, FastSlot } from "../http/Server.ts"
 import { contentTypeOf, negotiate } from "./Format.ts"
@@ -97,7 +99,11 @@ export const openFastRead = (options: FastReadOptions): FastRead => {
     if (headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")) return false
     if (!acceptsJson(headers["accept"])) return false
     const type = match[1]!
-    if (!options.catalog().isResourceType(type)) return false
+    const catalog = options.catalog()
+    if (!catalog.isResourceType(type)) return false
+    // A caller known by a token is answered here only when it may read every resource of the type (docs/smart-scopes.md).
+    const principal = admission.principal
+    if (principal._tag === "Authorized" && accessOf(principal).rule(catalog, type, "r")._tag !== "All") return false
     let row: Row | undefined
     try {
       row = statement.get(type, match[2]!)
@@ -120,7 +126,7 @@ export const openFastRead = (options: FastReadOptions): FastRead => {
     if (request.method !== "GET") return false
     const match = readPath.exec(request.url ?? "")
     if (match !== null) return read(request, response, admission, match)
-    const found = search(request)
+    const found = search(request, admission.principal)
     if (found === undefined) return false
     options.counts.searches++
     return answer(response, admission, found, searchHeaders)

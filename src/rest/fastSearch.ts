@@ -7,13 +7,16 @@
  * It answers only what the general path would answer with the same status, headers and body (the Bundle's
  * id and meta.lastUpdated aside, which differ between any two answers); anything else is declined: a
  * `Prefer` header, a body, a format other than plain JSON (`_format`, `_pretty`, `Accept`), a type the
- * catalog does not know, a search the plan refuses (the general path says why), `_include`/`_revinclude`,
+ * catalog does not know, a search the plan refuses (the general path says why), `_include`/`_revinclude`, a
+ * caller whose token restricts what the search may match or reach (the general path applies the restriction),
  * a search index being rebuilt (its answers carry a warning), or a database error.
  */
 import type Sqlite from "better-sqlite3"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
 import { Either } from "effect"
+import { accessOf } from "../auth/access/Access.ts"
+import type { Principal } from "../http/Principal.ts"
 import type { IncomingMessage } from "node:http"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { contentTypeOf, negotiate } from "./Format.ts"
@@ -40,8 +43,8 @@ export interface FastSearchOptions {
   readonly nowMillis: () => number
 }
 
-/** What the fast search answers: the Bundle's text, or undefined when it declines. */
-export type FastSearch = (request: IncomingMessage) => string | undefined
+/** What the fast search answers for `principal`: the Bundle's text, or undefined when it declines. */
+export type FastSearch = (request: IncomingMessage, principal: Principal) => string | undefined
 
 export const makeFastSearch = (options: FastSearchOptions): FastSearch => {
   // Kept by a hash of the text (FNV-1a) and checked against the statement's own text: a text just compiled is
@@ -63,7 +66,7 @@ export const makeFastSearch = (options: FastSearchOptions): FastSearch => {
     return prepare(text).all(...params) as ReadonlyArray<A>
   }
 
-  return (request) => {
+  return (request, principal) => {
     if (request.method !== "GET") return undefined
     const url = request.url ?? ""
     const queryAt = url.indexOf("?")
@@ -80,11 +83,20 @@ export const makeFastSearch = (options: FastSearchOptions): FastSearch => {
     const type = match[1]!
     const catalog = options.catalog()
     if (!catalog.isResourceType(type) || options.indexing()) return undefined
+    // A caller known by a token is answered here only when it may search every resource of the type, and
+    // every resource a chain, `_has` or `_filter` path may reach (docs/smart-scopes.md).
+    let reachRestricted = false
+    if (principal._tag === "Authorized") {
+      const access = accessOf(principal)
+      if (access.rule(catalog, type, "s")._tag !== "All") return undefined
+      reachRestricted = !access.wholly("s")
+    }
     const ctx = { catalog, base: baseUrl(options.publicUrl, headers["host"]), params, lenient: false, maxPageBytes: options.maxPageBytes }
     const plan = planSearchset(options.sql, ctx, type, options.nowMillis())
     if (Either.isLeft(plan)) return undefined
     const { page, chained, total, include, revinclude, finish } = plan.right
     if (include.length > 0 || revinclude.length > 0) return undefined
+    if (reachRestricted && plan.right.request.requests.some((one) => one.links.length > 0 || one.filters.length > 0)) return undefined
     try {
       const statement = chained === undefined ? page : pageStatement(plan.right, all(chained.targets).map((target) => target.id))
       const rows: ReadonlyArray<PageRow> = statement === undefined ? [] : all(statement)
