@@ -51,8 +51,7 @@ export type Standing = "absent" | "allowed" | "outside"
  * or deleted: then the index no longer tells whose it was), `allowed`, or `outside`. One statement; none for `All`.
  */
 export const standing = (sql: SqlClient.SqlClient, catalog: Catalog, type: string, id: string, rule: Rule): Effect.Effect<Standing | undefined, SqlError> =>
-  Effect.gen(function*() {
-    if (rule._tag === "All") return undefined
+  rule._tag === "All" ? Effect.succeed(undefined) : Effect.gen(function*() {
     const condition = ruleCondition(sql, catalog, type, rule, yield* Clock.currentTimeMillis)!
     const [row] = yield* sql<{ readonly allowed: number | string | boolean }>`
       SELECT CASE WHEN ${condition} THEN 1 ELSE 0 END AS allowed FROM resources r WHERE r.type = ${type} AND r.id = ${id} AND NOT r.deleted`
@@ -68,8 +67,9 @@ export const unseen = (type: string, id: string): FhirError => fail("not-found",
  * read, vread or history under a restriction sees neither resources outside it nor deleted ones.
  */
 export const seen = (sql: SqlClient.SqlClient, catalog: Catalog, type: string, id: string, rule: Rule): Effect.Effect<void, FhirError | SqlError> =>
-  Effect.flatMap(standing(sql, catalog, type, id, rule), (found) =>
-    found === undefined || found === "allowed" ? Effect.void : Effect.fail(unseen(type, id)))
+  rule._tag === "All"
+    ? Effect.void
+    : Effect.flatMap(standing(sql, catalog, type, id, rule), (found) => (found === "allowed" ? Effect.void : Effect.fail(unseen(type, id))))
 
 /** The 403 of a write whose resource is outside what the token's grants of `permission` on its type allow. */
 export const outside = (type: string, id: string | undefined, permission: Permission, rule: Rule): FhirError => {
