@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { accessOf, type Rule } from "../../src/auth/access/Access.ts"
-import { scopeQuery } from "../../src/auth/access/conditions.ts"
+import { scopeQuery } from "../../src/auth/access/scopeQuery.ts"
 import { forbidden, operationGranted } from "../../src/auth/access/enforce.ts"
 import type { Permission } from "../../src/auth/scopes.ts"
 import { build } from "../../src/catalog/Catalog.ts"
@@ -59,11 +59,11 @@ describe("a token's access", () => {
 
   it("adds several scopes up: a whole grant leaves no restriction, restricted ones stay alternatives", () => {
     expect(rules(token("patient/Observation.rs user/Observation.r", "p1"), "Observation")).toMatchObject({ r: "All", s: "patient/Observation.rs@p1" })
-    expect(rules(token("patient/Observation.rs?category=laboratory patient/Observation.rs?category=vital-signs", "p1"), "Observation").r)
-      .toBe("patient/Observation.rs?category=laboratory@p1 | patient/Observation.rs?category=vital-signs@p1")
-    expect(rules(token("system/Observation.rs?category=laboratory"), "Observation").r).toBe("system/Observation.rs?category=laboratory@-")
-    expect(rules(token("patient/Observation.rs?category=laboratory patient/Observation.rs", "p1"), "Observation").r)
-      .toBe("patient/Observation.rs?category=laboratory@p1 | patient/Observation.rs@p1")
+    expect(rules(token("patient/Patient.rs?gender=female patient/Patient.rs?gender=other", "p1"), "Patient").r)
+      .toBe("patient/Patient.rs?gender=female@p1 | patient/Patient.rs?gender=other@p1")
+    expect(rules(token("system/Patient.rs?gender=female"), "Patient").r).toBe("system/Patient.rs?gender=female@-")
+    expect(rules(token("patient/Patient.rs?gender=female patient/Patient.rs", "p1"), "Patient").r)
+      .toBe("patient/Patient.rs?gender=female@p1 | patient/Patient.rs@p1")
   })
 
   it("grants nothing through patient/ scopes without a patient, and nothing to a caller whose token is not resolved", () => {
@@ -85,6 +85,9 @@ describe("a token's access", () => {
     expect(scopeQuery(catalog, "Patient", [["no-such-parameter", "x"]])).toBeUndefined()
     expect(scopeQuery(catalog, "Patient", [["_count", "1"]])).toBeUndefined()
     expect(scopeQuery(catalog, "Patient", [["_lastUpdated", "not-a-date"]])).toBeUndefined()
+    expect(rules(token("patient/Patient.rs?no-such-parameter=x", "p1"), "Patient").r).toBe("None")
+    expect(rules(token("patient/*.rs?gender=female", "p1"), "Patient").r).toBe("patient/*.rs?gender=female@p1")
+    expect(rules(token("patient/*.rs?gender=female", "p1"), "Observation").r).toBe("None")
   })
 
   it("refuses with the scopes that would allow it", () => {

@@ -10,7 +10,8 @@
  *   (`Principal.patient`); on a type that can never be in a patient compartment (Practitioner,
  *   Organization, Medication, ...) they grant reading and searching, not writing. Without a patient in the
  *   token they grant nothing;
- * - a v2 scope's query (`patient/Observation.rs?category=laboratory`) grants only the resources it matches.
+ * - a v2 scope's query (`patient/Observation.rs?category=laboratory`) grants only the resources it matches,
+ *   and nothing on a type it cannot be read as a search of (scopeQuery.ts).
  *
  * Several scopes granting one type and permission add up: the resource is allowed when one of them allows
  * it, and when one of them allows every resource no restriction is left.
@@ -22,6 +23,7 @@ import type { Catalog } from "../../catalog/Catalog.ts"
 import type { Principal } from "../../http/Principal.ts"
 import { compartmentTypes } from "../../search/plan/compartment.ts"
 import { type Permission, parseScope, type ResourceScope } from "../scopes.ts"
+import { scopeQuery } from "./scopeQuery.ts"
 
 /** One scope's grant on a type and permission, with what it requires of a resource. */
 export interface Grant {
@@ -97,7 +99,9 @@ export const ruleOf = (
       grants.push({ scope: scope.text, patient: undefined, query: scope.query })
     }
   }
-  return grants.length === 0 ? none : { _tag: "Some", grants }
+  // A query that cannot be read as a search on the type grants nothing on it.
+  const readable = grants.filter((grant) => grant.query.length === 0 || scopeQuery(catalog, type, grant.query) !== undefined)
+  return readable.length === 0 ? none : { _tag: "Some", grants: readable }
 }
 
 /** Whether a scope grants `permission` on every type with no restriction at all. */

@@ -8,42 +8,15 @@
  */
 import type { Statement } from "@effect/sql"
 import type * as SqlClient from "@effect/sql/SqlClient"
-import { Either } from "effect"
 import type { Catalog } from "../../catalog/Catalog.ts"
-import { parseSearch } from "../../search/parse/parseSearch.ts"
-import { resultCodes } from "../../search/parse/result.ts"
-import type { SearchRequest } from "../../search/parse/SearchRequest.ts"
 import { compartmentCondition } from "../../search/plan/compartment.ts"
 import { whereCondition } from "../../search/plan/query.ts"
 import type { SearchRestriction } from "../../search/plan/searchset.ts"
 import type { Permission } from "../scopes.ts"
 import { type Access, type Grant, patientCompartment, type Rule } from "./Access.ts"
+import { scopeQuery } from "./scopeQuery.ts"
 
 type Fragment = Statement.Fragment
-
-const queries = new WeakMap<Catalog, Map<string, SearchRequest | undefined>>()
-
-/**
- * A scope's query read as a search on `type` (without result parameters, with at least one criterion), or
- * undefined when it cannot be: such a grant grants nothing on that type.
- */
-export const scopeQuery = (catalog: Catalog, type: string, query: Grant["query"]): SearchRequest | undefined => {
-  let byKey = queries.get(catalog)
-  if (byKey === undefined) {
-    byKey = new Map()
-    queries.set(catalog, byKey)
-  }
-  const params = new URLSearchParams(query.map(([name, value]): [string, string] => [name, value]))
-  const key = `${type}?${params.toString()}`
-  if (byKey.has(key)) return byKey.get(key)
-  let request: SearchRequest | undefined
-  if (!query.some(([name]) => resultCodes.has(name.split(":")[0]!))) {
-    const parsed = parseSearch(type, params, catalog, { lenient: false })
-    if (Either.isRight(parsed) && parsed.right.clauses.length + parsed.right.links.length + parsed.right.filters.length > 0) request = parsed.right
-  }
-  byKey.set(key, request)
-  return request
-}
 
 /** The condition one grant puts on `r`, a resource of `type`. */
 const grantCondition = (sql: SqlClient.SqlClient, catalog: Catalog, type: string, grant: Grant, now: number): Fragment => {
