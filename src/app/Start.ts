@@ -30,6 +30,7 @@ import { generatedSecrets, SmartSecrets } from "../auth/SmartSecrets.ts"
 
 export const edgeOptions = (config: AppConfig): EdgeOptions => ({
   role: config.cluster.role,
+  verboseNeedsToken: config.smart.enabled,
   trusted: { hops: config.server.trusted_proxy_hops, peers: makePeerList(config.server.trusted_proxy_peers) },
   requestLog: config.request_log.enabled,
   maxBodyBytes: config.server.max_body_bytes

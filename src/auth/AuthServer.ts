@@ -393,14 +393,36 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       Effect.catchTag("ClientAuthFailed", (failure) => Effect.fail(clientAuthFailedResponse(failure)))
     )
 
+  /** Whether the request carries no client authentication of any kind (not even a `client_id`). */
+  const noCredentials = (request: RootRequest, form: URLSearchParams): boolean =>
+    request.http.headers["authorization"] === undefined && !form.has("client_id") && !form.has("client_assertion")
+
+  /**
+   * The client of a refresh request that names none: a public client need not (RFC 6749 6 asks only confidential
+   * clients to authenticate), and the refresh token is bound to its client. Any other client must authenticate.
+   */
+  const publicRefresher = (refreshToken: string) =>
+    Effect.gen(function*() {
+      const about = yield* tokens.introspect(refreshToken)
+      const clientId = about.active && about.token_type === "refresh_token" ? about.client_id : undefined
+      const client = clientId === undefined ? undefined : yield* clients.find(clientId)
+      if (client === undefined) return yield* Effect.fail(oauthError("invalid_grant", "the refresh token is unknown, expired, used or revoked"))
+      if (client.metadata.token_endpoint_auth_method !== "none") {
+        return yield* Effect.fail(oauthError("invalid_client", "this client must authenticate to refresh", 401))
+      }
+      return client
+    })
+
   // POST /auth/token.
   const token: RootHandler<unknown, AuthEnv> = (request) =>
     Effect.gen(function*() {
       if (request.http.method !== "POST") return oauthError("invalid_request", "the token endpoint takes POST", 405, { allow: "POST" })
       const form = yield* formOf(request.http)
       if (typeof form === "string") return oauthError("invalid_request", form)
-      const client = yield* authenticated(request, form)
       const grantType = form.get("grant_type")
+      const client = grantType === "refresh_token" && noCredentials(request, form)
+        ? yield* publicRefresher(form.get("refresh_token") ?? "")
+        : yield* authenticated(request, form)
       const allowed: ReadonlyArray<string> = client.metadata.grant_types
       switch (grantType) {
         case "authorization_code": {

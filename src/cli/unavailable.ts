@@ -16,12 +16,6 @@ interface Row {
 }
 
 const rows: ReadonlyArray<Row> = [
-  {
-    flags: ["--smart", "--smart-patient", "--smart-encounter", "--smart-fhir-user", "--smart-dcr-token", "--smart-confidential-secret", "--oidc-issuer", "--oidc-client-id", "--smart-demo-login"],
-    setting: "smart.enabled",
-    what: "SMART App Launch",
-    on: (c) => c.smart.enabled || c.smart.demo_login
-  },
   { flags: ["--export-dir"], setting: "export.dir", what: "$export", on: (c) => c.export.dir !== undefined },
   { flags: ["--terminology"], setting: "terminology.urls", what: "terminology pull", on: (c) => c.terminology.urls.length > 0 },
   { flags: ["--trace-engine"], setting: "features.trace_engine", what: "the trace engine", on: (c) => c.features.trace_engine },

@@ -10,6 +10,11 @@ export type Role = "primary" | "standby" | "replica"
 
 export interface ProbeOptions {
   readonly role: Role
+  /**
+   * `/healthz?verbose=1` needs a token (spec: Authentication 2, under `--smart`): it is then not a probe but
+   * a request like any other, admitted by the front door, and answered by the edge once its caller is known.
+   */
+  readonly verboseNeedsToken?: boolean
 }
 
 const json = (status: number, body: unknown) =>
@@ -20,12 +25,14 @@ const path = (request: HttpServerRequest.HttpServerRequest): string => {
   return query === -1 ? request.url : request.url.slice(0, query)
 }
 
-const verbose = (request: HttpServerRequest.HttpServerRequest): boolean => {
-  const query = request.url.indexOf("?")
+const verboseUrl = (url: string): boolean => {
+  const query = url.indexOf("?")
   if (query === -1) return false
-  const value = new URLSearchParams(request.url.slice(query + 1)).get("verbose")
+  const value = new URLSearchParams(url.slice(query + 1)).get("verbose")
   return value === "1" || value === "true"
 }
+
+const verbose = (request: HttpServerRequest.HttpServerRequest): boolean => verboseUrl(request.url)
 
 const healthz = (request: HttpServerRequest.HttpServerRequest, options: ProbeOptions) =>
   Effect.gen(function*() {
@@ -50,8 +57,13 @@ const isPath = (url: string, path: string): boolean =>
   url.startsWith(path) && (url.length === path.length || url.charCodeAt(path.length) === 63 /* ? */)
 
 /** Whether a request is for a probe (the front door neither admits nor logs it). */
-export const isProbe = (method: string | undefined, url: string): boolean =>
-  (method === "GET" || method === "HEAD") && (isPath(url, "/livez") || isPath(url, "/readyz") || isPath(url, "/healthz"))
+export const isProbe = (method: string | undefined, url: string, options?: ProbeOptions): boolean =>
+  (method === "GET" || method === "HEAD") &&
+  (isPath(url, "/livez") || isPath(url, "/readyz") || (isPath(url, "/healthz") && !(options?.verboseNeedsToken === true && verboseUrl(url))))
+
+/** `/healthz?verbose=1` when it needs a token: answered by the edge after admission (see `verboseNeedsToken`). */
+export const isGuardedHealth = (method: string | undefined, url: string, options: ProbeOptions): boolean =>
+  options.verboseNeedsToken === true && (method === "GET" || method === "HEAD") && isPath(url, "/healthz") && verboseUrl(url)
 
 /** The probe's response when the request is for a probe. */
 export const answer = (

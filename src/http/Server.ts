@@ -78,8 +78,11 @@ const gated = (options: EdgeOptions) =>
 export const edge = (options: EdgeOptions, door: FrontDoor.FrontDoor) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
-    const probe = yield* Probes.answer(request, options)
-    if (Option.isSome(probe)) return probe.value
+    const guarded = Probes.isGuardedHealth(request.method, request.url, options)
+    if (!guarded) {
+      const probe = yield* Probes.answer(request, options)
+      if (Option.isSome(probe)) return probe.value
+    }
     const incoming = NodeHttpServerRequest.toIncomingMessage(request)
     // Every request the listener saw was admitted there; one it did not see is admitted now.
     const admission = FrontDoor.admissionOf(incoming) ?? door.enter(incoming, NodeHttpServerRequest.toServerResponse(request))
@@ -88,7 +91,11 @@ export const edge = (options: EdgeOptions, door: FrontDoor.FrontDoor) =>
     // A token the front door had not seen is verified here, before anything answers.
     const refused = admission.principal._tag === "Unresolved" ? yield* door.settle(admission) : undefined
     const answering = refused === undefined
-      ? gated(options)
+      ? guarded
+        ? admission.principal._tag === "Authorized"
+          ? Effect.map(Probes.answer(request, options), Option.getOrElse(() => RootRoutes.noRoute(request.method, "/healthz")))
+          : Effect.succeed(outcomeResponse("login", "/healthz?verbose=1 needs a bearer token", { status: 401, headers: { "www-authenticate": "Bearer realm=\"svc\"" } }))
+        : gated(options)
       : Effect.succeed(outcomeResponse(refused.code, refused.diagnostics, { status: refused.status, ...(refused.headers === undefined ? {} : { headers: refused.headers }) }))
     const response = yield* answering.pipe(
       Effect.provideService(FrontDoor.Admission, admission),
@@ -142,7 +149,7 @@ const settled = (traffic: Traffic) => (response: ServerResponse) => {
  * and hooks its completion; an admitted request goes to the slot's fast handler, and to the edge's
  * listener when it declines. While draining, always to the edge (which answers 503), with `Connection: close`.
  */
-const makeNodeServer = (slot: FastSlot, traffic: Traffic, front: FrontDoor.FrontDoor) => () => {
+const makeNodeServer = (slot: FastSlot, traffic: Traffic, front: FrontDoor.FrontDoor, probeOptions: Probes.ProbeOptions) => () => {
   const server = createServer({ maxHeaderSize: maxHeaderBytes })
   server.on("clientError", answerClientError)
   server.keepAliveTimeout = 65_000
@@ -159,7 +166,7 @@ const makeNodeServer = (slot: FastSlot, traffic: Traffic, front: FrontDoor.Front
       const response = args[1] as ServerResponse
       traffic.inFlight.add(response)
       if (traffic.draining) response.setHeader("connection", "close")
-      if (Probes.isProbe(request.method, request.url ?? "")) {
+      if (Probes.isProbe(request.method, request.url ?? "", probeOptions)) {
         response.on("close", probeDone)
       } else {
         const admission = front.enter(request, response)
@@ -170,7 +177,7 @@ const makeNodeServer = (slot: FastSlot, traffic: Traffic, front: FrontDoor.Front
       }
     } else if (event === "upgrade") {
       const request = args[0] as IncomingMessage
-      if (!Probes.isProbe(request.method, request.url ?? "") && front.enterUpgrade(request, args[1] as Duplex) === undefined) return true
+      if (!Probes.isProbe(request.method, request.url ?? "", probeOptions) && front.enterUpgrade(request, args[1] as Duplex) === undefined) return true
     }
     return Reflect.apply(emit, server, [event, ...args])
   }
@@ -241,7 +248,7 @@ export const listen = (listenOptions: ListenOptions, options: EdgeOptions, drain
       ...(Option.isSome(resolve) ? { resolve: resolve.value } : {}),
       settled: settled(traffic)
     })
-    const context = yield* Layer.build(NodeHttpServer.layer(makeNodeServer(fast, traffic, door), listenOptions)).pipe(
+    const context = yield* Layer.build(NodeHttpServer.layer(makeNodeServer(fast, traffic, door, options), listenOptions)).pipe(
       Effect.mapError((error) => listenFailure(listenOptions.host, listenOptions.port, error.cause))
     )
     const server = Context.get(context, HttpServer.HttpServer)
