@@ -19,7 +19,7 @@ export interface OperationModule<A> {
   readonly definition: (type: string | undefined) => string
   readonly methods: ReadonlyArray<"GET" | "POST">
   /**
-   * The module checks the caller's access itself (`FhirRequest.access`, docs/smart-scopes.md). Without it, the
+   * The module checks the caller's access itself (`FhirRequest.access`, docs/smart.md, "Scopes"). Without it, the
    * registry lets it run only for a caller granted every permission on its type (system level: on every type).
    */
   readonly checksAccess?: boolean

@@ -111,7 +111,7 @@ export const everything = (request: FhirRequest, type: string, id: string) =>
     if (definition === undefined || everythingOperations[type] === undefined) {
       return yield* fail("not-found", `$everything is not defined on ${type}`)
     }
-    // The caller reads the focal resource and, of the set, only what it may read (docs/smart-scopes.md): a
+    // The caller reads the focal resource and, of the set, only what it may read (docs/smart.md, "Scopes"): a
     // patient-scoped token its own patient's record, and what that refers to of the types it may read.
     const rule = yield* granted(request.access, catalog, type, "r")
     const params = (yield* readArguments(request, "$everything", inputsOf(catalog, type))).values

@@ -96,7 +96,7 @@ export const validateOperation = (request: FhirRequest, type: string, id: string
     const body = hasBody ? yield* readResource(request.http, request.maxBodyBytes, request.catalog) : undefined
     const input = yield* inputOf(request, type, body)
     const db = yield* Database
-    // Checked as the interaction its mode stands for (docs/smart-scopes.md): the permission on the type, and an
+    // Checked as the interaction its mode stands for (docs/smart.md, "Scopes"): the permission on the type, and an
     // instance the caller cannot see is not known.
     const permission: Permission = input.mode === "create" ? "c" : input.mode === "update" ? "u" : input.mode === "delete" ? "d"
       : input.mode === "profile" ? "r" : id === undefined ? "c" : "u"

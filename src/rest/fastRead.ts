@@ -101,7 +101,7 @@ export const openFastRead = (options: FastReadOptions): FastRead => {
     const type = match[1]!
     const catalog = options.catalog()
     if (!catalog.isResourceType(type)) return false
-    // A caller known by a token is answered here only when it may read every resource of the type (docs/smart-scopes.md).
+    // A caller known by a token is answered here only when it may read every resource of the type (docs/smart.md, "Scopes").
     const principal = admission.principal
     if (principal._tag === "Authorized" && accessOf(principal).rule(catalog, type, "r")._tag !== "All") return false
     let row: Row | undefined

@@ -84,7 +84,7 @@ export const makeFastSearch = (options: FastSearchOptions): FastSearch => {
     const catalog = options.catalog()
     if (!catalog.isResourceType(type) || options.indexing()) return undefined
     // A caller known by a token is answered here only when it may search every resource of the type, and
-    // every resource a chain, `_has` or `_filter` path may reach (docs/smart-scopes.md).
+    // every resource a chain, `_has` or `_filter` path may reach (docs/smart.md, "Scopes").
     let reachRestricted = false
     if (principal._tag === "Authorized") {
       const access = accessOf(principal)

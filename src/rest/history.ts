@@ -93,7 +93,7 @@ export const history = (request: FhirRequest, scope: HistoryScope) =>
     }
 
     // Under a restricted grant, the versions of the resources that, as they are now, the caller may read
-    // (docs/smart-scopes.md): at instance level any other resource is not known.
+    // (docs/smart.md, "Scopes"): at instance level any other resource is not known.
     const rule = scope.type === undefined ? undefined : yield* granted(request.access, request.catalog, scope.type, "r")
     const db = yield* Database
     const [page, total] = yield* db.withReader((sql) =>

@@ -33,7 +33,7 @@ const answer = (request: FhirRequest, row: VersionRow) => {
 }
 
 /**
- * Under a restricted grant (docs/smart-scopes.md) the resource, as it is now, must be one the grant allows:
+ * Under a restricted grant (docs/smart.md, "Scopes") the resource, as it is now, must be one the grant allows:
  * any other is not known (404), and so is a deleted one (the index no longer says whose it was). A vread is
  * judged by the current version too.
  */

@@ -1,5 +1,5 @@
 /**
- * The scope matrix, reading (docs/smart-scopes.md): read, vread, history, search (with chains, `_has`,
+ * The scope matrix, reading (docs/smart.md, "Scopes"): read, vread, history, search (with chains, `_has`,
  * `_include`/`_revinclude`, across types and in compartments) and `$everything`, for v1 and v2 scopes in
  * patient, user and system context, against the in-memory store with the real R4 packages. Patient A's token
  * never sees anything of patient B's record; a type not granted is a 403 naming a scope; a v2 query keeps to

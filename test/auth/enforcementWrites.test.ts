@@ -1,5 +1,5 @@
 /**
- * The scope matrix, writing (docs/smart-scopes.md): create, update, patch, delete, their conditional forms,
+ * The scope matrix, writing (docs/smart.md, "Scopes"): create, update, patch, delete, their conditional forms,
  * batch and transaction Bundles and `$validate`, for v1 and v2 patient scopes, a v2 query and user and
  * system scopes, against the in-memory store with the real R4 packages. A write outside what the token
  * allows is a 403 and leaves the store as it was; a condition never matches what the token cannot reach.

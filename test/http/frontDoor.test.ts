@@ -129,7 +129,7 @@ const cases: ReadonlyArray<Case> = [
   { name: "the same read through the edge (Accept)", method: "GET", path: (id) => `/fhir/Patient/${id}`, headers: { accept: "application/fhir+xml" }, answeredBy: "edge", status: 200, route: { interaction: "read", cost: "read" } },
   { name: "a create through the edge", method: "POST", path: () => "/fhir/Patient", headers: { "content-type": "application/fhir+json" }, body: patient, answeredBy: "edge", status: 201, route: { interaction: "create", cost: "write", type: "Patient" } },
   { name: "a read the fast handler declines after its statement", method: "GET", path: () => "/fhir/Patient/no-such-patient", answeredBy: "edge", status: 404, route: { interaction: "read", cost: "read", id: "no-such-patient" } },
-  // Nothing resolves the token here: the FHIR app grants a caller it does not know nothing (docs/smart-scopes.md).
+  // Nothing resolves the token here: the FHIR app grants a caller it does not know nothing (docs/smart.md, "Scopes").
   { name: "a read whose token only the edge resolves", method: "GET", path: (id) => `/fhir/Patient/${id}`, headers: { authorization: "Bearer not-in-memory" }, answeredBy: "edge", status: 403, route: { interaction: "read", cost: "read" } }
 ]
 

@@ -1,7 +1,7 @@
 /**
  * What a caller may do on the FHIR API, read from its token's scopes (SMART App Launch 2.2,
  * https://hl7.org/fhir/smart-app-launch/scopes-and-launch-context.html; the decisions are in
- * docs/smart-scopes.md). For each resource type and permission (SMART v2's `c r u d s`; v1 `read` is
+ * docs/smart.md, "Scopes"). For each resource type and permission (SMART v2's `c r u d s`; v1 `read` is
  * `r s`, `write` is `c u d`) a `Rule`: granted wholly, not at all, or only for some resources:
  *
  * - `user/` and `system/` scopes grant what they name: svc keeps no per-user access lists, so the user a

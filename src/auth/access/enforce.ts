@@ -1,6 +1,6 @@
 /**
  * The checks every FHIR interaction makes of the caller's access (Access.ts) before it answers, and the
- * answers to what is refused (docs/smart-scopes.md): a permission the token does not grant on the type at
+ * answers to what is refused (docs/smart.md, "Scopes"): a permission the token does not grant on the type at
  * all is a 403 with an OperationOutcome `forbidden` naming scopes that would grant it; a resource outside
  * what a restricted grant allows is one the caller cannot see (404, as if it did not exist) or cannot
  * write (403, nothing written).
@@ -147,7 +147,7 @@ export const compartmentGranted = (
 }
 
 /**
- * The 403 of an operation without rules of its own (docs/smart-scopes.md, "Operations") for a caller not
+ * The 403 of an operation without rules of its own (docs/smart.md, "Scopes", "Operations") for a caller not
  * granted every permission wholly on its type (at system level: on every type); undefined when it may run.
  */
 export const operationGranted = (access: Access, catalog: Catalog, name: string, type: string | undefined): FhirError | undefined => {

@@ -1,6 +1,6 @@
 /**
  * The caller's access checked by the write commands (src/store/commands.ts), inside the Writer's transaction,
- * so that a refusal writes nothing (docs/smart-scopes.md, "Writes"): the permission on the type first (403
+ * so that a refusal writes nothing (docs/smart.md, "Scopes", "Writes"): the permission on the type first (403
  * when not granted), then, under a restricted grant, the resource as it is before the write (an update,
  * patch or delete may change only a resource the grant allows) and as the write leaves it (read back
  * through the same index a search reads, so a created or changed resource must land inside the grant).

@@ -29,7 +29,7 @@ export const interactionName = (entry: Entry): string => interactionOf[entry.met
 
 const permissions: Record<Entry["method"], Permission> = { POST: "c", PUT: "u", PATCH: "u", DELETE: "d", GET: "s", HEAD: "s" }
 
-/** The SMART permission an entry's condition is looked up under (docs/smart-scopes.md). */
+/** The SMART permission an entry's condition is looked up under (docs/smart.md, "Scopes"). */
 export const permissionOf = (entry: Entry): Permission => permissions[entry.method]
 
 /** The condition of a conditional entry, read with the search rules; undefined for other entries. */

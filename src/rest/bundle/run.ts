@@ -189,7 +189,7 @@ export const runEntry = (env: CommandEnv, entry: Entry, plan: Plan): Effect.Effe
       }
       case "GET":
       case "HEAD": {
-        // Read and searched as the same request on its own would be, under the caller's access (docs/smart-scopes.md).
+        // Read and searched as the same request on its own would be, under the caller's access (docs/smart.md, "Scopes").
         const access = env.access ?? unrestricted
         if (target._tag === "instance" || target._tag === "version") {
           const unknownType = knownType(env.catalog, target.type)

@@ -41,7 +41,7 @@ export interface SearchInput {
 
 /**
  * A caller's restriction, as conditions on `r` (the resources table); each undefined where nothing is
- * restricted. docs/smart-scopes.md says what they hold.
+ * restricted. docs/smart.md, "Scopes" says what they hold.
  */
 export interface SearchRestriction {
   /** What every match of a search of `types` (undefined: every type) meets, ANDed with the query's condition. */
