@@ -22,6 +22,7 @@ const secrets = { dcrToken: Redacted.make(dcrToken), confidentialSecret: Redacte
 const smartServer = (kind: "sqlite" | "postgres") =>
   startServer(kind, {
     smart: { enabled: true, demo_login: true, fhir_user: "Practitioner/demo" },
+    rate_limit: { requests_per_second: 10_000, auth_failures_per_minute: 3 },
     conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache }
   }).pipe(
     Effect.provideService(SmartSecrets, secrets)
@@ -97,6 +98,11 @@ for (const kind of ["sqlite", "postgres"] as const) {
         const badToken = yield* call("GET", `${server.base}/Patient`, { headers: bearer("not-a-token") })
         expect(badToken.status).toBe(401)
         expect(badToken.headers.get("www-authenticate")).toContain('error="invalid_token"')
+        // Two more unknown tokens make three this minute: the next is refused without a lookup.
+        for (const attempt of ["second", "third"]) expect((yield* call("GET", `${server.base}/Patient`, { headers: bearer(attempt) })).status).toBe(401)
+        const throttled = yield* call("GET", `${server.base}/Patient`, { headers: bearer("fourth") })
+        expect(throttled.status).toBe(429)
+        expect(Number(throttled.headers.get("retry-after"))).toBeGreaterThan(0)
         expect((yield* call("GET", `${server.base}/metadata`)).status).toBe(200)
         expect((yield* call("GET", `${server.url}/livez`)).status).toBe(200)
         expect((yield* call("GET", `${server.url}/readyz`)).status).toBe(200)
