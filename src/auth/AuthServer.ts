@@ -403,8 +403,7 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
    */
   const publicRefresher = (refreshToken: string) =>
     Effect.gen(function*() {
-      const about = yield* tokens.introspect(refreshToken)
-      const clientId = about.active && about.token_type === "refresh_token" ? about.client_id : undefined
+      const clientId = yield* tokens.refreshClient(refreshToken)
       const client = clientId === undefined ? undefined : yield* clients.find(clientId)
       if (client === undefined) return yield* Effect.fail(oauthError("invalid_grant", "the refresh token is unknown, expired, used or revoked"))
       if (client.metadata.token_endpoint_auth_method !== "none") {

@@ -160,6 +160,12 @@ export class Tokens extends Context.Tag("svc/auth/Tokens")<Tokens, {
   readonly revoke: (token: string, clientId: string) => Effect.Effect<void, TokenStoreError>
   /** RFC 7662: what `token` is, if it is active now. */
   readonly introspect: (token: string) => Effect.Effect<Introspection, TokenStoreError>
+  /**
+   * The client a refresh token was issued to, whether or not it may still be used (undefined when unknown):
+   * the token endpoint finds a public client's refresh request this way, so that a reused token still revokes
+   * its family.
+   */
+  readonly refreshClient: (token: string) => Effect.Effect<string | undefined, TokenStoreError>
   /** Deletes refresh tokens and revoked jtis that can no longer matter (done at start). */
   readonly purge: Effect.Effect<void, TokenStoreError>
 }>() {}
@@ -406,7 +412,13 @@ export const make = (settings: TokenSettings): Effect.Effect<Tokens["Type"], Tok
       )
     }
 
+    const refreshClient = (token: string): Effect.Effect<string | undefined, TokenStoreError> =>
+      isJwt(token)
+        ? Effect.succeed(undefined)
+        : RefreshStore.read(token).pipe(Effect.map((row) => row?.clientId), Effect.provide(context), Effect.mapError(storeError))
+
     return Tokens.of({
+      refreshClient,
       issueAccess,
       issueIdToken,
       verifyAccess,

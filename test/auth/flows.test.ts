@@ -160,9 +160,14 @@ for (const kind of ["sqlite", "postgres"] as const) {
         expect(client.state.tokenResponse.refresh_token).not.toBe(oldRefresh)
         const again: any = yield* Effect.promise(() => client.request(`Patient/${ids.bob}`))
         expect(again.id).toBe(ids.bob)
-        const reused = yield* post(`${server.url}/auth/token`, { grant_type: "refresh_token", refresh_token: oldRefresh, client_id: clientId })
+        // A spent token presented again (as a thief would, without naming the client) revokes its family:
+        // the app's current refresh token stops working too.
+        const reused = yield* post(`${server.url}/auth/token`, { grant_type: "refresh_token", refresh_token: oldRefresh })
         expect(reused.status).toBe(400)
         expect(reused.json.error).toBe("invalid_grant")
+        const current = yield* post(`${server.url}/auth/token`, { grant_type: "refresh_token", refresh_token: client.state.tokenResponse.refresh_token, client_id: clientId })
+        expect(current.status).toBe(400)
+        expect(current.json.error).toBe("invalid_grant")
       }))
 
     it.scopedLive("runs an EHR launch whose context comes from a launch created at /auth/launch, and honours a narrower consent", () =>
