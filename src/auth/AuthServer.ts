@@ -213,6 +213,8 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       const state = form.get("state") ?? undefined
       const back = (error: string, description: string) => backToClient({ redirectUri, state }, error, description)
       if (form.get("response_type") !== "code") return back("unsupported_response_type", "response_type must be code")
+      // SMART App Launch 2.2 requires it: the app's defence against a forged answer.
+      if (state === undefined || state === "") return back("invalid_request", "state is required")
       if (!client.metadata.grant_types.includes("authorization_code")) return back("unauthorized_client", "this client may not use the authorization code grant")
       const challenge = form.get("code_challenge") ?? undefined
       const pkce = challengeProblem(challenge, form.get("code_challenge_method") ?? undefined)
