@@ -13,6 +13,7 @@ import * as RateLimit from "./RateLimit.ts"
 import * as Metering from "./Metering.ts"
 import * as RequestLog from "./Requests.ts"
 import * as AuditTrail from "./audit/AuditTrail.ts"
+import { fromTrail, SecurityEvents } from "./audit/SecurityEvents.ts"
 import * as Quota from "./Quota.ts"
 
 /** `metering.*`, `request_log.*`, `audit.*`, `rate_limit.*`, `quota.*`, and whether `--smart` is on. */
@@ -57,9 +58,10 @@ export class Governance extends Context.Tag("svc/governance/Governance")<Governa
 /**
  * The parts, each made from the settings and the services it needs (the database, the Writer); a part that
  * is switched off adds nothing. Admission runs the rate limit before the quota, so that a refused request
- * does not count against a quota.
+ * does not count against a quota. Beside the rules, the audit trail's recorder of the authorization server's
+ * decisions (`SecurityEvents`, which records nothing when `audit.enabled` is false).
  */
-export const layer = Layer.scoped(Governance, Effect.gen(function*() {
+export const layer = Layer.scopedContext(Effect.gen(function*() {
   const settings = yield* GovernanceSettings
   const parts: Array<GovernanceRules> = []
   // Quotas read metering's counts: it is made first, its rules come last.
@@ -68,6 +70,7 @@ export const layer = Layer.scoped(Governance, Effect.gen(function*() {
   parts.push(yield* Quota.rules(settings.quota, metering))
   parts.push(metering.rules)
   parts.push(yield* RequestLog.rules)
-  parts.push(yield* AuditTrail.rules)
-  return combine(parts)
+  const trail = yield* AuditTrail.make
+  parts.push(trail.rules)
+  return Context.make(Governance, combine(parts)).pipe(Context.add(SecurityEvents, fromTrail(trail)))
 }))

@@ -3,10 +3,11 @@
  * AuditEvents (events.ts) in a hash chain (chain.ts), read through `/_audit` and checked by `/_audit/verify`
  * (endpoint.ts).
  *
- * Two ways in. A change is appended by the Writer inside the transaction that makes it (`commitHookLayer`, the
+ * Three ways in. A change is appended by the Writer inside the transaction that makes it (`commitHookLayer`, the
  * Writer's `CommitHook`): an acknowledged write always has its row, a rolled-back one none. Reads, searches,
  * refusals and admin access (reading `/_audit`, `/_usage`, `/_requests`) come from a completion listener that
- * only pushes the completion onto a bounded buffer; a fiber turns them into AuditEvents and appends them in
+ * only pushes the completion onto a bounded buffer; the authorization server's decisions (SecurityEvents.ts)
+ * are pushed onto the same buffer by `record`. A fiber turns them into AuditEvents and appends them in
  * batches, one chain append per Writer commit, and drains what is left when the process stops.
  *
  * When the database cannot take them, rows wait in the buffer, requests keep being served, and `/readyz` says
@@ -79,6 +80,14 @@ type Entry = Pending | AuditEvent
 
 export interface AuditTrail {
   readonly rules: GovernanceRules
+  /** `audit.enabled`: whether anything is recorded. */
+  readonly enabled: boolean
+  /**
+   * Queues an event that is not a FHIR request (the authorization server's decisions, SecurityEvents.ts), made
+   * by `eventAt` from the trail's clock. An `unattributed` one (a refusal of a caller who proved nothing) shares
+   * the limit of the front door's refusals with no known caller. Nothing when `audit.enabled` is false.
+   */
+  readonly record: (eventAt: (timeMillis: number) => AuditEvent, unattributed: boolean) => void
   /** Waits until what was queued before the call is appended (or `flushWait` passed). */
   readonly flush: Effect.Effect<void>
   /** Events waiting in the buffer. */
@@ -137,19 +146,31 @@ export const make: Effect.Effect<AuditTrail, never, GovernanceSettings | AuditKe
     sampled = 0
   }
 
+  /** Whether a refusal with no known caller at `now` is recorded in detail; if not, it is counted. */
+  const detailedNow = (now: number): boolean => {
+    if (audit.unattributed_per_second === 0) return true
+    closeSecond(now)
+    if (detailed >= audit.unattributed_per_second) {
+      sampled += 1
+      return false
+    }
+    detailed += 1
+    return true
+  }
+
   const listener: CompletionListener = (completion) => {
     const admin = completion.route.interaction === "root-endpoint" && adminPaths.has(completion.path)
     if (!admin && completion.status < 400 && !(audit.reads && readInteractions.has(completion.route.interaction))) return
     const now = clock.unsafeCurrentTimeMillis()
-    if (!admin && audit.unattributed_per_second > 0 && unattributed(completion)) {
-      closeSecond(now)
-      if (detailed >= audit.unattributed_per_second) {
-        sampled += 1
-        return
-      }
-      detailed += 1
-    }
+    if (!admin && unattributed(completion) && !detailedNow(now)) return
     push({ completion, timeMillis: now, admin })
+  }
+
+  const record = (eventAt: (timeMillis: number) => AuditEvent, unattributedEvent: boolean) => {
+    if (!audit.enabled) return
+    const now = clock.unsafeCurrentTimeMillis()
+    if (unattributedEvent && !detailedNow(now)) return
+    push(eventAt(now))
   }
 
   const eventOf = (entry: Entry): AuditEvent | Packed => ("resourceType" in entry ? entry : packRequest(entry, audit.include_query))
@@ -278,6 +299,8 @@ export const make: Effect.Effect<AuditTrail, never, GovernanceSettings | AuditKe
 
   const trail: AuditTrail = {
     rules: { policies: [], listeners: [], routes: {} },
+    enabled: audit.enabled,
+    record,
     flush,
     waiting: () => buffer.length,
     retain

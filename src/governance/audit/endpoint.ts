@@ -4,7 +4,8 @@
  *
  * `/_audit` is a FHIR searchset Bundle of AuditEvents, newest first, filtered by `date` (with `ge`, `gt`, `le`,
  * `lt` or `eq` prefixes, repeated for a range), `agent` (a caller key or a client address), `entity` (`Type/id`),
- * `type` (`rest`, or a subtype code: `read`, `create`, `search-type`, `admin`, `sampled`...), `action`
+ * `type` (`rest`: the RESTful events; a type code of the authorization server's events, such as `110114`; or a
+ * subtype code: `read`, `create`, `search-type`, `admin`, `sampled`, `ITI-71`...), `action`
  * (C, R, U, D, E), `outcome` (0, 4, 8, 12) and `_count` (1 to 1000, default 100); pages are cut by seq and the
  * `next` link carries `_cursor`. A parameter that cannot be read, or is not one of these, is a 400 naming it.
  * What was queued for the trail before the request is appended first (at most two seconds' wait), so a caller
@@ -18,6 +19,7 @@ import type { Database } from "../../db/Database.ts"
 import { outcomeResponse } from "../../http/OperationOutcome.ts"
 import type { RootHandler } from "../../http/RootRoutes.ts"
 import { unpackEvent } from "./events.ts"
+import { kindsOfType, securityKinds } from "./SecurityEvents.ts"
 import { governanceRefusal } from "../access.ts"
 import { type ChainKey, verify } from "./chain.ts"
 
@@ -97,8 +99,13 @@ const readFilters = (sql: SqlClient, params: URLSearchParams): Filters => {
         break
       case "type": {
         const code = value.includes("|") ? value.slice(value.indexOf("|") + 1) : value
-        if (!/^[a-z][a-z-]*$/.test(code)) throw new BadParameter(name, value, "rest, or a subtype code such as read, create or search-type")
-        if (code !== "rest") conditions.push(sql`kind = ${code}`)
+        if (!/^[A-Za-z0-9][A-Za-z0-9-]{0,63}$/.test(code)) {
+          throw new BadParameter(name, value, "rest, a type code such as 110114, or a subtype code such as read, create, search-type or ITI-71")
+        }
+        const kinds = kindsOfType[code]
+        if (code === "rest") conditions.push(sql.and(securityKinds.map((kind) => sql`kind <> ${kind}`)))
+        else if (kinds !== undefined) conditions.push(sql.or(kinds.map((kind) => sql`kind = ${kind}`)))
+        else conditions.push(sql`kind = ${code}`)
         break
       }
       case "action":

@@ -27,6 +27,8 @@ export interface AuditEntity {
   readonly role?: Coding
   readonly query?: string
   readonly description?: string
+  /** Facts about the entity as name and text (the authorization server's scopes, grant type...). */
+  readonly detail?: ReadonlyArray<{ readonly type: string; readonly valueString: string }>
 }
 
 /** An AuditEvent as stored (no `id`: the row's seq is its id when served). */
@@ -40,7 +42,7 @@ export interface AuditEvent {
   readonly outcomeDesc?: string
   readonly agent: ReadonlyArray<{
     readonly type?: { readonly coding: ReadonlyArray<Coding> }
-    readonly who: { readonly identifier: { readonly value: string }; readonly display?: string }
+    readonly who: { readonly reference?: string; readonly identifier: { readonly value: string }; readonly display?: string }
     readonly requestor: boolean
     readonly network?: { readonly address: string; readonly type: "1" | "2" }
   }>
@@ -63,18 +65,18 @@ export interface Columns {
   readonly entity: string | null
 }
 
-const restType: Coding = { system: "http://terminology.hl7.org/CodeSystem/audit-event-type", code: "rest", display: "RESTful Operation" }
+export const restType: Coding = { system: "http://terminology.hl7.org/CodeSystem/audit-event-type", code: "rest", display: "RESTful Operation" }
 const interactionSystem = "http://hl7.org/fhir/restful-interaction"
-const svcSystem = "urn:svc:audit"
+export const svcSystem = "urn:svc:audit"
 const entityTypeSystem = "http://terminology.hl7.org/CodeSystem/audit-entity-type"
-const requestIdType: Coding = { system: "https://profiles.ihe.net/ITI/BALP/CodeSystem/BasicAuditEntityType", code: "XrequestId" }
+export const requestIdType: Coding = { system: "https://profiles.ihe.net/ITI/BALP/CodeSystem/BasicAuditEntityType", code: "XrequestId" }
 const sourceRole: Coding = { system: "http://dicom.nema.org/resources/ontology/DCM", code: "110153", display: "Source Role ID" }
-const source: AuditEvent["source"] = {
+export const source: AuditEvent["source"] = {
   observer: { display: "svc" },
   type: [{ system: "http://terminology.hl7.org/CodeSystem/security-source-type", code: "4", display: "Application Server" }]
 }
-const agentType = { coding: [sourceRole] }
-const systemObject: Coding = { system: entityTypeSystem, code: "2", display: "System Object" }
+export const agentType = { coding: [sourceRole] }
+export const systemObject: Coding = { system: entityTypeSystem, code: "2", display: "System Object" }
 const queryRole: Coding = { system: "http://terminology.hl7.org/CodeSystem/object-role", code: "24", display: "Query" }
 
 /**
@@ -162,7 +164,7 @@ export const columnsOf = (event: AuditEvent): Columns => {
 const outcomeOf = (status: number): AuditEvent["outcome"] => (status < 400 ? "0" : status < 500 ? "4" : "8")
 
 /** The agent's network type: 2 for an IP address, 1 for a machine name. */
-const networkType = (address: string): "1" | "2" => (address.includes(":") || /^[\d.]+$/.test(address) ? "2" : "1")
+export const networkType = (address: string): "1" | "2" => (address.includes(":") || /^[\d.]+$/.test(address) ? "2" : "1")
 
 const agentOf = (key: string, address: string | null): AuditEvent["agent"] => [{
   type: agentType,
