@@ -17,7 +17,7 @@ import { Database } from "../db/Database.ts"
 import type { RootHandler, RootRequest } from "../http/RootRoutes.ts"
 import * as Search from "../search/Search.ts"
 import { type Authorizations, type CodeGrant, hashOf, type Pending, randomToken, type SignedIn } from "./Authorizations.ts"
-import { type Clients, clientAuthFailedResponse } from "./Clients.ts"
+import { type Client, type Clients, clientAuthFailedResponse } from "./Clients.ts"
 import { type AuthUrls, openidConfiguration, smartConfiguration } from "./Discovery.ts"
 import { cookie, formOf, redirect, withQuery } from "./forms.ts"
 import { jsonResponse, noStore, oauthError as oauthErrorAt } from "./oauthError.ts"
@@ -29,6 +29,8 @@ import { challengeProblem, verifies } from "./pkce.ts"
 import { parseScope } from "./scopes.ts"
 import type { Tokens } from "./Tokens.ts"
 import type { SignInTransaction, Upstream } from "./oidc/Upstream.ts"
+import { none as noSecurityEvents, type SecurityEvents } from "../governance/audit/SecurityEvents.ts"
+import { authenticatedClient, claimedClient, signInFailed, tokenIssued, tokenRefused, tokenTypeHint } from "./decisions.ts"
 
 /** The cookie that binds a pending authorization to the browser that began it. */
 const browserCookie = "svc_authz"
@@ -57,6 +59,8 @@ export interface AuthServices {
   readonly clients: Clients["Type"]
   readonly authorizations: Authorizations["Type"]
   readonly upstream: Upstream<unknown> | undefined
+  /** Where each decision is recorded (the audit trail; docs/governance.md); nothing without it. */
+  readonly audit?: SecurityEvents["Type"] | undefined
 }
 
 /** An OAuth error answer (RFC 6749 5.2): 400 unless said otherwise. */
@@ -84,6 +88,7 @@ const patientName = (resource: Record<string, unknown>): string => {
 
 export const make = (settings: AuthServerSettings, services: AuthServices) => {
   const { authorizations, clients, keys, tokens, upstream } = services
+  const audit = services.audit ?? noSecurityEvents
   const urls = settings.urls
   const secure = urls.issuer.startsWith("https:")
   const cookieHeader = (value: string) =>
@@ -253,7 +258,20 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
   const advance = (id: string, pending: Pending) =>
     Effect.flatMap(authorizations.update(id, pending), () => nextStep(id, pending))
 
-  const signedIn = (id: string, pending: Pending, user: SignedIn) => advance(id, { ...pending, user })
+  const signedIn = (id: string, pending: Pending, user: SignedIn, method: "demo" | "upstream") =>
+    Effect.zipRight(
+      audit.record({
+        kind: "sign-in",
+        outcome: "success",
+        known: true,
+        client: pending.clientId,
+        user: user.subject,
+        fhirUser: user.fhirUser,
+        patient: pending.launch?.patient ?? user.patient,
+        details: { method }
+      }),
+      advance(id, { ...pending, user })
+    )
 
   // POST /auth/login: the demo sign-in, or the start of the upstream one.
   const login: RootHandler<unknown, AuthEnv> = (request) =>
@@ -267,7 +285,10 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       const now = Math.floor((yield* Effect.clockWith((clock) => clock.currentTimeMillis)) / 1000)
       if (new URL(request.http.url, urls.issuer).searchParams.has("upstream") && upstream !== undefined) {
         const began = yield* upstream.begin(id).pipe(Effect.either)
-        if (began._tag === "Left") return yield* nextStep(id, pending, "The organisation's sign-in cannot be reached now. Try again later.")
+        if (began._tag === "Left") {
+          yield* audit.record(signInFailed(pending.clientId, began.left))
+          return yield* nextStep(id, pending, "The organisation's sign-in cannot be reached now. Try again later.")
+        }
         yield* authorizations.update(id, { ...pending, upstream: began.right.transaction })
         // The callback finds its pending authorization by this cookie; the upstream never sees its id.
         return redirect(began.right.url, { "set-cookie": `${requestCookie}=${id}; Path=/auth/login; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}; Max-Age=600` })
@@ -275,7 +296,7 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       if (!settings.demoLogin) return yield* nextStep(id, pending, "Sign in with your organisation.")
       const username = (form.get("username") ?? "").trim()
       if (username === "") return yield* nextStep(id, pending, "Enter a username.")
-      return yield* signedIn(id, pending, { subject: username, fhirUser: settings.demoFhirUser, authTime: now })
+      return yield* signedIn(id, pending, { subject: username, fhirUser: settings.demoFhirUser, authTime: now }, "demo")
     })
 
   // GET /auth/login/callback: the upstream provider's answer.
@@ -296,6 +317,7 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
         const message = typeof failure === "object" && failure !== null && "message" in failure && typeof failure.message === "string"
           ? failure.message
           : "The sign-in could not be completed. Try again."
+        yield* audit.record(signInFailed(pending.clientId, failure))
         return yield* nextStep(id, { ...pending, upstream: undefined }, message)
       }
       const user = result.right
@@ -306,7 +328,7 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
         patient: user.patient,
         name: user.name,
         authTime: now
-      })
+      }, "upstream")
     })
 
   // GET (search) and POST (choose) /auth/picker.
@@ -335,8 +357,10 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       if (found === undefined) return expired()
       const { id, pending } = found
       if (pending.user === undefined || needsPatient(pending)) return yield* nextStep(id, pending)
+      const consented = { kind: "consent", known: true, client: pending.clientId, user: pending.user.subject, fhirUser: pending.user.fhirUser, patient: patientOf(pending), encounter: pending.launch?.encounter } as const
       if (form.get("decision") !== "allow") {
         yield* authorizations.end(id)
+        yield* audit.record({ ...consented, outcome: "refused", reason: "access_denied: the user denied the request", scopes: pending.scopes })
         return backToClient(pending, "access_denied", "the user denied the request")
       }
       const checked = new Set(form.getAll("scope"))
@@ -356,14 +380,16 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       }
       const codeGrant: CodeGrant = { grant, redirectUri: pending.redirectUri, codeChallenge: pending.codeChallenge }
       const code = yield* authorizations.issueCode(id, codeGrant)
+      yield* audit.record({ ...consented, outcome: "success", scopes: granted })
       return redirect(withQuery(pending.redirectUri, { code, state: pending.state }))
     })
 
   /** The token response (SMART App Launch 2.2, "Response to token request"). */
-  const tokenResponse = (grant: Grant, refreshToken: string | undefined) =>
+  const tokenResponse = (grant: Grant, refreshToken: string | undefined, client: Client, grantType: string) =>
     Effect.gen(function*() {
       const access = yield* tokens.issueAccess(grant)
       const idToken = grant.scopes.includes("openid") && grant.subject !== undefined ? yield* tokens.issueIdToken(grant, grant.clientId) : undefined
+      yield* audit.record(tokenIssued(client, grant, grantType))
       const launchContext = grant.scopes.some((scope) => scope === "launch" || scope.startsWith("launch/"))
       return json({
         access_token: access.accessToken,
@@ -388,11 +414,22 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       ? Effect.map(tokens.issueRefresh(grant, "online"), (token): string | undefined => token)
       : Effect.succeed(undefined)
 
-  /** The client of a token, introspection or revocation request, or the OAuth error answer. */
-  const authenticated = (request: RootRequest, form: URLSearchParams) =>
+  /** The client of a token, introspection or revocation request, or the OAuth error answer (recorded as a refused `kind`). */
+  const authenticated = (request: RootRequest, form: URLSearchParams, kind?: "token" | "revocation") =>
     clients.authenticate({ headers: request.http.headers, form }).pipe(
       Effect.map((authenticated) => authenticated.client),
-      Effect.catchTag("ClientAuthFailed", (failure) => Effect.fail(clientAuthFailedResponse(failure)))
+      Effect.catchTag("ClientAuthFailed", (failure) =>
+        Effect.zipRight(
+          kind === undefined ? Effect.void : audit.record({
+            kind,
+            outcome: "refused",
+            known: false,
+            client: claimedClient(request.http.headers, form),
+            reason: `${failure.error}: ${failure.description}`,
+            details: kind === "token" ? { grant_type: form.get("grant_type") ?? undefined } : undefined
+          }),
+          Effect.fail(clientAuthFailedResponse(failure))
+        ))
     )
 
   /** Whether the request carries no client authentication of any kind (not even a `client_id`). */
@@ -407,8 +444,14 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
     Effect.gen(function*() {
       const clientId = yield* tokens.refreshClient(refreshToken)
       const client = clientId === undefined ? undefined : yield* clients.find(clientId)
-      if (client === undefined) return yield* Effect.fail(oauthError("invalid_grant", "the refresh token is unknown, expired, used or revoked"))
+      const refused = (error: string, description: string) =>
+        audit.record({ kind: "token", outcome: "refused", known: false, client: client?.clientId, reason: `${error}: ${description}`, details: { grant_type: "refresh_token" } })
+      if (client === undefined) {
+        yield* refused("invalid_grant", "the refresh token is unknown, expired, used or revoked")
+        return yield* Effect.fail(oauthError("invalid_grant", "the refresh token is unknown, expired, used or revoked"))
+      }
       if (client.metadata.token_endpoint_auth_method !== "none") {
+        yield* refused("invalid_client", "this client must authenticate to refresh")
         return yield* Effect.fail(oauthError("invalid_client", "this client must authenticate to refresh", 401))
       }
       return client
@@ -423,44 +466,48 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       const grantType = form.get("grant_type")
       const client = grantType === "refresh_token" && noCredentials(request, form)
         ? yield* publicRefresher(form.get("refresh_token") ?? "")
-        : yield* authenticated(request, form)
+        : yield* authenticated(request, form, "token")
       const allowed: ReadonlyArray<string> = client.metadata.grant_types
+      /** The OAuth error answer, with the refusal recorded. */
+      const refuse = (error: string, description: string, outcome: "refused" | "failed" = "refused") =>
+        Effect.as(audit.record({ ...tokenRefused(client, grantType, error, description, form.get("scope")), outcome }), oauthError(error, description))
       switch (grantType) {
         case "authorization_code": {
           const code = form.get("code") ?? ""
           const redeemed = code === "" ? undefined : yield* authorizations.redeemCode(code)
           if (redeemed === undefined || redeemed.grant.clientId !== client.clientId) {
-            return oauthError("invalid_grant", "the code is unknown, expired, already used or not this client's")
+            return yield* refuse("invalid_grant", "the code is unknown, expired, already used or not this client's")
           }
-          if (form.get("redirect_uri") !== redeemed.redirectUri) return oauthError("invalid_grant", "redirect_uri differs from the authorization request's")
+          if (form.get("redirect_uri") !== redeemed.redirectUri) return yield* refuse("invalid_grant", "redirect_uri differs from the authorization request's")
           if (!verifies(form.get("code_verifier") ?? undefined, redeemed.codeChallenge)) {
-            return oauthError("invalid_grant", "code_verifier does not match the code_challenge")
+            return yield* refuse("invalid_grant", "code_verifier does not match the code_challenge")
           }
-          return yield* tokenResponse(redeemed.grant, yield* refreshFor(redeemed.grant))
+          return yield* tokenResponse(redeemed.grant, yield* refreshFor(redeemed.grant), client, grantType)
         }
         case "refresh_token": {
-          if (!allowed.includes("refresh_token") && !client.builtIn) return oauthError("unauthorized_client", "this client may not use refresh tokens")
+          if (!allowed.includes("refresh_token") && !client.builtIn) return yield* refuse("unauthorized_client", "this client may not use refresh tokens")
           const scope = form.get("scope")
           const refreshed = yield* tokens.redeemRefresh(form.get("refresh_token") ?? "", client.clientId, scope === null ? undefined : scope.split(" ").filter((s) => s !== "")).pipe(Effect.either)
-          if (refreshed._tag === "Left") return oauthError("invalid_grant", refreshed.left.reason)
-          return yield* tokenResponse(refreshed.right.grant, refreshed.right.refreshToken)
+          // A reused refresh token is refused here too, after its family was revoked (Tokens.redeemRefresh).
+          if (refreshed._tag === "Left") return yield* refuse("invalid_grant", refreshed.left.reason, refreshed.left._tag === "TokenStoreError" ? "failed" : "refused")
+          return yield* tokenResponse(refreshed.right.grant, refreshed.right.refreshToken, client, grantType)
         }
         case "client_credentials": {
           if (!allowed.includes("client_credentials") || client.metadata.token_endpoint_auth_method === "none") {
-            return oauthError("unauthorized_client", "this client may not use the client_credentials grant")
+            return yield* refuse("unauthorized_client", "this client may not use the client_credentials grant")
           }
           const asked = (form.get("scope") ?? "").split(" ").filter((scope) => scope !== "")
           const granted = asked.filter((scope) => {
             const parsed = parseScope(scope)
             return parsed._tag === "Resource" && parsed.context === "system"
           })
-          if (granted.length === 0) return oauthError("invalid_scope", "a backend client may ask only for system/ scopes")
-          return yield* tokenResponse({ clientId: client.clientId, scopes: granted }, undefined)
+          if (granted.length === 0) return yield* refuse("invalid_scope", "a backend client may ask only for system/ scopes")
+          return yield* tokenResponse({ clientId: client.clientId, scopes: granted }, undefined, client, grantType)
         }
         case null:
-          return oauthError("invalid_request", "grant_type is missing")
+          return yield* refuse("invalid_request", "grant_type is missing")
         default:
-          return oauthError("unsupported_grant_type", `grant_type ${grantType} is not supported`)
+          return yield* refuse("unsupported_grant_type", `grant_type ${grantType} is not supported`)
       }
     }).pipe(Effect.catchIf((e): e is HttpServerResponse.HttpServerResponse => HttpServerResponse.isServerResponse(e), Effect.succeed))
 
@@ -490,10 +537,11 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       if (request.http.method !== "POST") return oauthError("invalid_request", "the revocation endpoint takes POST", 405, { allow: "POST" })
       const form = yield* formOf(request.http)
       if (typeof form === "string") return oauthError("invalid_request", form)
-      const client = yield* authenticated(request, form)
+      const client = yield* authenticated(request, form, "revocation")
       const subject = form.get("token")
       if (subject === null || subject === "") return oauthError("invalid_request", "token is missing")
       yield* tokens.revoke(subject, client.clientId)
+      yield* audit.record({ kind: "revocation", outcome: "success", known: authenticatedClient(client), client: client.clientId, details: { token_type_hint: tokenTypeHint(form) } })
       return HttpServerResponse.empty({ status: 200, headers: noStore })
     }).pipe(Effect.catchIf((e): e is HttpServerResponse.HttpServerResponse => HttpServerResponse.isServerResponse(e), Effect.succeed))
 
@@ -503,6 +551,7 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       if (request.http.method !== "POST") return oauthError("invalid_request", "launches are created with POST", 405, { allow: "POST" })
       const bearer = bearerOf(request.http)
       if (bearer === undefined || !sameSecret(bearer, Redacted.value(settings.dcrToken))) {
+        yield* audit.record({ kind: "launch", outcome: "refused", known: false, reason: `invalid_token: ${bearer === undefined ? "no" : "a wrong"} registration token` })
         return oauthError("invalid_token", "creating a launch needs the registration token as a bearer token", 401, { "www-authenticate": "Bearer error=\"invalid_token\"" })
       }
       const text = yield* request.http.text.pipe(Effect.orElseSucceed(() => ""))
@@ -522,6 +571,7 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       const encounter = field("encounter", settings.demoEncounter)
       if (patient === null || encounter === null) return oauthError("invalid_request", "patient and encounter must be resource ids")
       const created = yield* authorizations.createLaunch({ patient, encounter })
+      yield* audit.record({ kind: "launch", outcome: "success", known: true, patient, encounter })
       return json({ launch: created.launch, expires_in: created.expiresIn, iss: urls.fhirBase, ...(patient === undefined ? {} : { patient }), ...(encounter === undefined ? {} : { encounter }) }, 201)
     })
 

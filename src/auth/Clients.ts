@@ -34,6 +34,7 @@ import {
 } from "./clientMetadata.ts"
 import { jsonResponse, oauthError } from "./oauthError.ts"
 import { generateSecret, hashSecret, matchesHash, sameSecret } from "./secrets.ts"
+import { none as noSecurityEvents, type SecurityEvents } from "../governance/audit/SecurityEvents.ts"
 
 export interface ClientSettings {
   /** The Bearer token `POST /auth/register` requires (`SVC_SMART_DCR_TOKEN`, or generated at start). */
@@ -44,6 +45,8 @@ export interface ClientSettings {
   readonly tokenEndpoint: string
   /** The server's public origin (`server.public_url`): the built-in client may redirect there. */
   readonly publicOrigin: string
+  /** Where registrations and refused ones are recorded (the audit trail; docs/governance.md); nothing without it. */
+  readonly audit?: SecurityEvents["Type"] | undefined
 }
 
 export const builtInClientId = "svc-confidential"
@@ -324,6 +327,9 @@ export const make = (settings: ClientSettings) =>
       return isLoopbackHost(url.hostname) || url.origin === publicOrigin
     }
 
+    const audit = settings.audit ?? noSecurityEvents
+    const refused = (known: boolean, reason: string) => audit.record({ kind: "registration", outcome: "refused", known, reason })
+
     const registerHandler: RootHandler = (request) =>
       Effect.gen(function*() {
         const http = request.http
@@ -332,11 +338,13 @@ export const make = (settings: ClientSettings) =>
         }
         const token = /^bearer +(\S+)\s*$/i.exec(http.headers.authorization ?? "")?.[1]
         if (token === undefined) {
+          yield* refused(false, "invalid_token: no registration token")
           return oauthError(401, "invalid_token", "registration needs the registration token: Authorization: Bearer <token>", {
             "www-authenticate": 'Bearer realm="svc"'
           })
         }
         if (!sameSecret(token, Redacted.value(settings.dcrToken))) {
+          yield* refused(false, "invalid_token: a wrong registration token")
           return oauthError(401, "invalid_token", "the registration token is not valid", {
             "www-authenticate": 'Bearer realm="svc", error="invalid_token"'
           })
@@ -357,10 +365,23 @@ export const make = (settings: ClientSettings) =>
         } catch {
           return oauthError(400, "invalid_client_metadata", "the body is not valid JSON")
         }
-        return jsonResponse(201, yield* register(body))
+        const registration = yield* register(body)
+        yield* audit.record({
+          kind: "registration",
+          outcome: "success",
+          known: true,
+          client: registration.client_id,
+          details: {
+            token_endpoint_auth_method: registration.token_endpoint_auth_method,
+            grant_types: registration.grant_types.join(" "),
+            client_name: registration.client_name
+          }
+        })
+        return jsonResponse(201, registration)
       }).pipe(
         Effect.catchTags({
-          InvalidClientMetadata: (refused) => Effect.succeed(oauthError(400, refused.error, refused.description)),
+          InvalidClientMetadata: (invalid) =>
+            Effect.as(refused(true, `${invalid.error}: ${invalid.description}`), oauthError(400, invalid.error, invalid.description)),
           SqlError: (error) => unavailable(error.message),
           LeaseLost: (error) => unavailable(error.reason)
         })

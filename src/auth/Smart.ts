@@ -8,7 +8,7 @@
  * door). An address that sent `auth_failures_per_minute` unknown tokens this minute has its next unknown
  * tokens refused without a lookup until the minute ends.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import type { SmartSecretValues } from "./SmartSecrets.ts"
 import type { IncomingHttpHeaders } from "node:http"
 import type { AppConfig } from "../config/AppConfig.ts"
@@ -17,6 +17,7 @@ import type { Authorized, Principal, PrincipalResolver } from "../http/Principal
 import type { RootHandler } from "../http/RootRoutes.ts"
 import { fhirBase, type Route } from "../http/Route.ts"
 import { authFailures } from "../governance/RateLimit.ts"
+import { none as noSecurityEvents, SecurityEvents } from "../governance/audit/SecurityEvents.ts"
 import type { AccessClaims } from "./Grant.ts"
 import * as AuthServer from "./AuthServer.ts"
 import * as Authorizations from "./Authorizations.ts"
@@ -81,12 +82,15 @@ export const make = (config: AppConfig, publicUrl: string, secrets: SmartSecretV
   Effect.gen(function*() {
     const urls = authUrls(publicUrl)
     const clock = yield* Effect.clock
+    // The audit trail's recorder of the decisions below (src/governance/): nothing when `audit.enabled` is false.
+    const audit = Option.getOrElse(yield* Effect.serviceOption(SecurityEvents), () => noSecurityEvents)
     const context = yield* Layer.build(
       Layer.mergeAll(Tokens.layer(Tokens.tokenSettings(urls.issuer)), Clients.layer({
         dcrToken: secrets.dcrToken,
         confidentialSecret: secrets.confidentialSecret,
         tokenEndpoint: urls.token,
-        publicOrigin: urls.issuer
+        publicOrigin: urls.issuer,
+        audit
       }), Authorizations.layer).pipe(Layer.provideMerge(Keys.layer()))
     )
     const keys = Context.get(context, Keys.SigningKeys)
@@ -173,7 +177,7 @@ export const make = (config: AppConfig, publicUrl: string, secrets: SmartSecretV
       demoEncounter: config.smart.encounter,
       demoFhirUser: config.smart.fhir_user,
       dcrToken: secrets.dcrToken
-    }, { keys, tokens, clients, authorizations, upstream })
+    }, { keys, tokens, clients, authorizations, upstream, audit })
     const withRegister = { ...routes, "/auth/register": clients.registerHandler }
     const front: SmartFront = { urls, resolve, settle, policies: [policy], routes: withRegister }
     return front
