@@ -6,7 +6,8 @@
  * request with no token is refused 401 with `WWW-Authenticate: Bearer`, except on the paths that must stay
  * open: the authorization server, the discovery documents and `/fhir/metadata` (the probes never reach the
  * door). An address that sent `auth_failures_per_minute` unknown tokens this minute has its next unknown
- * tokens refused without a lookup until the minute ends.
+ * tokens refused without a lookup until the minute ends. The authorization server's decisions go to the audit
+ * trail through the `SecurityEvents` the services hold (src/governance/audit/SecurityEvents.ts).
  */
 import { Context, Effect, Layer, Option } from "effect"
 import type { SmartSecretValues } from "./SmartSecrets.ts"

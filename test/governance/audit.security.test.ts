@@ -14,7 +14,8 @@ import { verify } from "../../src/governance/audit/chain.ts"
 import { columnsOf, packEvent, unpackEvent } from "../../src/governance/audit/events.ts"
 import { fromTrail, kindsOfType, none, type SecurityDecision, securityEvent } from "../../src/governance/audit/SecurityEvents.ts"
 import { builtInClientId, type Client } from "../../src/auth/Clients.ts"
-import { claimedClient, tokenIssued, tokenRefused } from "../../src/auth/decisions.ts"
+import { claimedClient, signInFailed, tokenIssued, tokenRefused } from "../../src/auth/decisions.ts"
+import { refused as signInRefused, UpstreamUnavailable } from "../../src/auth/oidc/errors.ts"
 import { Admission } from "../../src/http/FrontDoor.ts"
 import { classify } from "../../src/http/Route.ts"
 import { backends } from "../support/backends.ts"
@@ -135,6 +136,14 @@ describe("the credentials of a request, as the decisions are made from it", () =
     expect(claimedClient({}, new URLSearchParams({ client_assertion: "not-a-jwt" }))).toBeUndefined()
     const refused = tokenRefused(publicClient, "authorization_code", "invalid_grant", "the code is unknown, expired, already used or not this client's", null)
     expect(refused).toMatchObject({ known: false, client: "chart-app", reason: "invalid_grant: the code is unknown, expired, already used or not this client's" })
+  })
+
+  it("says why an upstream sign-in was refused as the user was told, never the provider's detail", () => {
+    const refusal = signInFailed("chart-app", signInRefused("not_allowed", "email dr@elsewhere.example is not in smart.oidc.allowed_email_domains"))
+    expect(refusal).toMatchObject({ kind: "sign-in", outcome: "refused", known: false, client: "chart-app", reason: "not_allowed: your account is not allowed to sign in here" })
+    const unavailable = signInFailed("chart-app", new UpstreamUnavailable({ issuer: "https://idp.example.org", reason: "connect ECONNREFUSED 10.0.0.1:443" }))
+    expect(unavailable).toMatchObject({ outcome: "failed", reason: "the sign-in provider is unavailable" })
+    expect(securityEvent(unavailable, at).outcome).toBe("8")
   })
 })
 

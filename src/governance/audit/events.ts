@@ -8,7 +8,8 @@
  * and the request's X-Request-Id.
  *
  * A change is one AuditEvent per changed resource (a transaction Bundle of ten entries is ten rows, committed
- * together), so that `/_audit?entity=Type/id` finds every change of a resource.
+ * together), so that `/_audit?entity=Type/id` finds every change of a resource. The authorization server's
+ * decisions are AuditEvents of other types, made in SecurityEvents.ts and kept by `packEvent` like any other.
  */
 import type { Change, WriteOrigin } from "../../db/ChangeFeed.ts"
 import type { Completion } from "../../http/FrontDoor.ts"
