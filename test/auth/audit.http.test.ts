@@ -178,6 +178,10 @@ for (const kind of ["sqlite", "postgres"] as const) {
         const fakeCode = "fake-authorization-code-314159"
         carried.push(fakeCode)
         expect((yield* post(`${server.url}/auth/token`, { grant_type: "authorization_code", code: fakeCode, code_verifier: allowed.verifier, redirect_uri: redirectUri, client_id: clientId })).status).toBe(400)
+        // A public client's refresh need not name the client; one with a token nobody knows names none.
+        const unknownRefresh = "unknown-refresh-token-271828"
+        carried.push(unknownRefresh)
+        expect((yield* post(`${server.url}/auth/token`, { grant_type: "refresh_token", refresh_token: unknownRefresh })).status).toBe(400)
         expect((yield* post(`${server.url}/auth/revoke`, { token: refreshed.json.refresh_token, token_type_hint: "refresh_token", client_id: clientId })).status).toBe(200)
 
         const secondLaunch = yield* send("POST", `${server.url}/auth/launch`, json({ patient: "p-audit" }, bearer(dcrToken)))
@@ -218,6 +222,7 @@ for (const kind of ["sqlite", "postgres"] as const) {
           "ITI-71/0", // refreshed
           "ITI-71/4", // the refresh token reused
           "ITI-71/4", // a code that is not one
+          "ITI-71/4", // a refresh token nobody knows
           "110123/0", // revoked
           "110120/0",
           "110122/0",
@@ -227,7 +232,7 @@ for (const kind of ["sqlite", "postgres"] as const) {
           "ITI-71/4" // the assertion replayed
         ])
         const user = `client:${clientId}/user:dr-audit`
-        const [, registered, , launched, signedIn, consented, exchange, refresh, reuse, fake, revoked, , , deny, , , replay] = security
+        const [, registered, , launched, signedIn, consented, exchange, refresh, reuse, fake, unknown, revoked, , , deny, , , replay] = security
         expect(detail(registered!, "client_id")).toBe(clientId)
         expect(detail(registered!, "token_endpoint_auth_method")).toBe("none")
         expect(launched!.entity!.map((entity) => entity.what?.reference).filter(Boolean)).toEqual(["Patient/p-audit", "Encounter/e-audit"])
@@ -240,6 +245,8 @@ for (const kind of ["sqlite", "postgres"] as const) {
         expect(detail(refresh!, "grant_type")).toBe("refresh_token")
         expect(reuse!.outcomeDesc).toBe("invalid_grant: the refresh token was already used: every token of its authorization is now revoked")
         expect(fake!.outcomeDesc).toBe("invalid_grant: the code is unknown, expired, already used or not this client's")
+        expect(unknown!.outcomeDesc).toBe("invalid_grant: the refresh token is unknown, expired, used or revoked")
+        expect(unknown!.agent.map((agent) => agent.who.identifier.value)).toEqual(["address:127.0.0.1"])
         expect(detail(revoked!, "token_type_hint")).toBe("refresh_token")
         expect(deny!.outcomeDesc).toBe("access_denied: the user denied the request")
         expect(replay!.agent.map((agent) => agent.who.identifier.value)).toEqual(["address:127.0.0.1", backendId])
