@@ -20,6 +20,10 @@
  */
 import { Effect, Schema } from "effect"
 import { importJWK, type JWK } from "jose"
+import { isLoopbackHost } from "../config/Setting.ts"
+
+/** The hosts of a loopback interface (RFC 8252, 7.3 and 8.3), as `URL.hostname` gives them: the rule of a loopback bind. */
+export { isLoopbackHost }
 
 export const authMethods = ["none", "client_secret_basic", "client_secret_post", "private_key_jwt"] as const
 export type AuthMethod = (typeof authMethods)[number]
@@ -71,10 +75,6 @@ const maxRedirectUris = 20
 const maxUriLength = 2000
 const maxKeys = 10
 const maxText = 200
-
-/** The hosts of a loopback interface (RFC 8252, 7.3 and 8.3), as `URL.hostname` gives them. */
-export const isLoopbackHost = (hostname: string): boolean =>
-  hostname === "127.0.0.1" || hostname === "[::1]" || hostname === "localhost"
 
 /** `text` as a URL when it is absolute, without a fragment or credentials; else why not. */
 const absoluteUrl = (name: string, text: string): URL | string => {

@@ -7,10 +7,10 @@
 import { Duration } from "effect"
 import * as oidc from "openid-client"
 import { refused, UpstreamUnavailable } from "./errors.ts"
+import { isLoopbackHost } from "../../config/Setting.ts"
 
-/** 127.0.0.0/8, ::1 and localhost: a provider on this machine. */
-export const isLoopbackHost = (hostname: string): boolean =>
-  hostname === "localhost" || hostname === "[::1]" || /^127(\.\d{1,3}){3}$/.test(hostname)
+/** 127.0.0.0/8, ::1 and localhost: a provider on this machine (the same rule as a loopback bind). */
+export { isLoopbackHost }
 
 const networkCodes: Readonly<Record<string, string>> = {
   ECONNREFUSED: "connection refused",
