@@ -72,6 +72,11 @@ export class SigningKeys extends Context.Tag("svc/auth/SigningKeys")<SigningKeys
   readonly keyFor: (kid: string) => Effect.Effect<CryptoKey | undefined>
   /** Retires the keys in use and signs with a new one from now on; returns it. */
   readonly rotate: Effect.Effect<SigningKey, KeyStoreError>
+  /**
+   * Rotates when no key in use was made within `olderThan` (true when it did): what the servers of a fleet
+   * run on a schedule, so that one of them renews an old key and the others find the new one.
+   */
+  readonly renew: (olderThan: Duration.DurationInput) => Effect.Effect<boolean, KeyStoreError>
   /** The longest token lifetime the keys are kept for after retirement (KeyOptions.maxTokenLifetime). */
   readonly maxTokenLifetime: Duration.Duration
 }>() {}
@@ -170,15 +175,22 @@ export const make = (options: KeyOptions = {}) =>
      * first (`rotate`) or only when no key may sign (`ensure`). On Postgres it holds a lock for the
      * transaction, so that servers doing this at once take turns and each sees what the other did.
      */
-    const store = (now: number, fresh?: { readonly key: Effect.Effect.Success<typeof newKey>; readonly mode: "rotate" | "ensure" }) =>
+    const store = (now: number, fresh?: { readonly key: Effect.Effect.Success<typeof newKey>; readonly mode: "rotate" | "ensure" | { readonly renewBefore: number } }) =>
       writer.commit(() =>
         Effect.gen(function*() {
           const sql = db.writer
           if (db.dialect === "pg") yield* sql`SELECT pg_advisory_xact_lock(${keysLockKey})`
           let added = false
           if (fresh !== undefined) {
-            if (fresh.mode === "rotate") yield* sql`UPDATE svc_auth_keys SET retired_at = ${now} WHERE retired_at IS NULL`
-            const usable = fresh.mode === "rotate" ? [] : yield* sql`SELECT kid FROM svc_auth_keys WHERE retired_at IS NULL`
+            const mode = fresh.mode
+            // Renewal: only when no signing key was made after `renewBefore` (another server may just have renewed).
+            const renew = typeof mode === "object"
+              ? (yield* sql`SELECT kid FROM svc_auth_keys WHERE retired_at IS NULL AND created_at >= ${mode.renewBefore}`).length === 0
+              : false
+            if (mode === "rotate" || renew) yield* sql`UPDATE svc_auth_keys SET retired_at = ${now} WHERE retired_at IS NULL`
+            const usable = mode === "rotate" || renew
+              ? []
+              : yield* sql`SELECT kid FROM svc_auth_keys WHERE retired_at IS NULL`
             if (usable.length === 0) {
               const inserted = yield* sql<{ kid: string }>`INSERT INTO svc_auth_keys ${
                 sql.insert({
@@ -255,7 +267,19 @@ export const make = (options: KeyOptions = {}) =>
       return loaded.signing
     }).pipe(Effect.mapError(storeError))
 
+    const renew = (olderThan: Duration.DurationInput) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const made = yield* newKey
+        const { added, deleted } = yield* store(now, { key: made, mode: { renewBefore: now - Duration.toMillis(olderThan) } })
+        if (!added) return false
+        yield* reload
+        yield* Effect.logInfo("signing key renewed", { kid: made.kid, deleted })
+        return true
+      }).pipe(Effect.mapError(storeError))
+
     return SigningKeys.of({
+      renew,
       current: Effect.map(fresh, (loaded) => loaded.signing),
       jwks: Effect.map(fresh, (loaded) => loaded.jwks),
       keyFor,

@@ -9,7 +9,7 @@
  * tokens refused without a lookup until the minute ends. The authorization server's decisions go to the audit
  * trail through the `SecurityEvents` the services hold (src/governance/audit/SecurityEvents.ts).
  */
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Duration, Effect, Layer, Option, Schedule } from "effect"
 import type { SmartSecretValues } from "./SmartSecrets.ts"
 import type { IncomingHttpHeaders } from "node:http"
 import type { AppConfig } from "../config/AppConfig.ts"
@@ -31,6 +31,11 @@ import { CatalogService } from "../catalog/CatalogService.ts"
 import { Database } from "../db/Database.ts"
 import * as Search from "../search/Search.ts"
 
+
+/** How long a signing key signs before a new one takes over (the old one verifies for a token lifetime more). */
+export const signingKeyLifetime = Duration.days(30)
+/** How often each server checks the signing key's age. */
+export const renewCheckEvery = Duration.hours(1)
 
 /** What SMART adds to a started server: the front door's resolver, the edge's verifier, a policy, the routes. */
 export interface SmartFront {
@@ -95,6 +100,14 @@ export const make = (config: AppConfig, publicUrl: string, secrets: SmartSecretV
       }), Authorizations.layer).pipe(Layer.provideMerge(Keys.layer()))
     )
     const keys = Context.get(context, Keys.SigningKeys)
+    // The signing key is renewed when it is older than `signingKeyLifetime`, by whichever server looks first.
+    yield* Effect.forkScoped(
+      keys.renew(signingKeyLifetime).pipe(
+        Effect.catchAll((error) => Effect.logWarning("the signing key could not be renewed; the current one stays", { reason: error.reason })),
+        Effect.repeat(Schedule.spaced(renewCheckEvery)),
+        Effect.delay(renewCheckEvery)
+      )
+    )
     const tokens = Context.get(context, Tokens.Tokens)
     const clients = Context.get(context, Clients.Clients)
     const authorizations = Context.get(context, Authorizations.Authorizations)

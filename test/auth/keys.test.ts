@@ -92,6 +92,27 @@ for (const backend of backends.filter((b) => b.kind !== "memory")) {
         expect((yield* storedKeys.pipe(Effect.provide(store))).map((r) => r.kid)).toEqual([third, second])
       }))
 
+    it.scoped("renewal replaces a key older than the age given, once between two servers, and leaves a younger one", () =>
+      Effect.gen(function*() {
+        yield* TestClock.setTime(start)
+        const store = yield* openStore(yield* freshDatabase(backend.kind))
+        const a = (yield* openServer(store)).keys
+        const b = (yield* openServer(store)).keys
+        const first = (yield* a.current).kid
+        // An age in minutes stands for the server's 30 days: moving the TestClock days ahead runs every
+        // periodic reload of the servers for each minute skipped.
+        expect(yield* a.renew("10 minutes")).toBe(false)
+        yield* TestClock.adjust("11 minutes")
+        expect(yield* a.renew("10 minutes")).toBe(true)
+        // The other server looks a moment later: the key is young now, so it keeps it.
+        expect(yield* b.renew("10 minutes")).toBe(false)
+        const renewed = (yield* a.current).kid
+        expect(renewed).not.toBe(first)
+        expect((yield* b.keyFor(renewed))).toBeDefined()
+        const rows = yield* storedKeys.pipe(Effect.provide(store))
+        expect(rows.filter((row) => row.retired_at === null).map((row) => row.kid)).toEqual([renewed])
+      }))
+
     it.scoped("a start deletes the keys retired long enough ago", () =>
       Effect.gen(function*() {
         yield* TestClock.setTime(start)
