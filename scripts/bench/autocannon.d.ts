@@ -21,6 +21,8 @@ declare module "autocannon" {
       /** Seconds. */
       timeout?: number
       pipelining?: number
+      /** Sent with every request; a request's own headers take precedence. */
+      headers?: Record<string, string>
       requests?: Array<Request>
     }
 

@@ -12,6 +12,8 @@ export interface LoadOptions {
   readonly warmupSeconds: number
   readonly seconds: number
   readonly signal: AbortSignal
+  /** Headers sent with every request, under each request's own (a bearer token). */
+  readonly headers?: Readonly<Record<string, string>> | undefined
 }
 
 export interface Measurement {
@@ -38,7 +40,14 @@ const once = (options: LoadOptions, seconds: number): Promise<Measurement> =>
     let latencies = new Float64Array(1 << 16)
     let count = 0
     const instance = autocannon(
-      { url: options.url, connections: options.connections, duration: seconds, timeout: 10, requests: options.requests },
+      {
+        url: options.url,
+        connections: options.connections,
+        duration: seconds,
+        timeout: 10,
+        requests: options.requests,
+        ...(options.headers === undefined ? {} : { headers: { ...options.headers } })
+      },
       (error, result) => {
         options.signal.removeEventListener("abort", stop)
         if (error) return reject(error)

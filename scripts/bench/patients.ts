@@ -3,10 +3,13 @@
 const families = ["Smith", "Jones", "Garcia", "Nguyen", "Okafor", "Müller", "Rossi", "Tanaka"]
 const givens = ["Ann", "Bob", "Chen", "Dara", "Eli", "Fatima", "Goran", "Hana"]
 
+/** The system of the sample Patients' identifiers (`bench-<n>`). */
+export const identifierSystem = "urn:svc:bench"
+
 /** The n-th sample Patient (about 250 bytes of JSON), without id or meta. */
 export const samplePatient = (n: number): Record<string, unknown> => ({
   resourceType: "Patient",
-  identifier: [{ system: "urn:svc:bench", value: `bench-${n}` }],
+  identifier: [{ system: identifierSystem, value: `bench-${n}` }],
   active: n % 2 === 0,
   name: [{ family: families[n % families.length], given: [givens[(n >> 3) % givens.length]] }],
   gender: n % 2 === 0 ? "female" : "male",

@@ -48,7 +48,19 @@ export interface Report {
   /** Process start to `/readyz` 200 on the Synthea database, the R4 packages installed: median of 3, ms, by backend. */
   readonly restartMs?: Readonly<Record<string, number>>
   /** Read by id and the ingest with governance's defaults on, as a share of the same with it off (same run). */
-  readonly governance?: ReadonlyArray<{ readonly workload: string; readonly backend: string; readonly share: number; readonly target: number }>
+  readonly governance?: ReadonlyArray<Share>
+  /** Read by id and the token search with a bearer token under `--smart`, as a share of the same without `--smart` (same run). */
+  readonly smart?: ReadonlyArray<Share>
+}
+
+/** One workload's rate on a server as a share of its rate on the server it is compared with, in the same run. */
+export interface Share {
+  readonly workload: string
+  readonly backend: string
+  readonly connections: number
+  readonly share: number
+  /** The share to reach. */
+  readonly target: number
 }
 
 const fixed = (value: number | undefined, digits: number): string =>
@@ -60,7 +72,7 @@ export const formatTable = (rows: ReadonlyArray<Row>): string => {
   const header = ["workload", "backend", "conns", "req/s", "res/s", "median ms", "p99 ms", "peak RSS MB", "floor ratio", "target"]
   const body = rows.map((row) => [
     row.workload,
-    row.server === "svc" ? row.backend : row.server === "floor" ? `floor (${row.backend})` : `${row.backend} (${row.server.replace(/^svc, /, "")})`,
+    row.server === "svc" ? row.backend : row.server === "floor" ? `floor (${row.backend})` : `${row.backend} (${row.server.replace(/^svc,? /, "")})`,
     String(row.connections),
     fixed(row.reqPerSec, row.resourcesPerSec === undefined ? 0 : 1),
     fixed(row.resourcesPerSec, 0),

@@ -2,7 +2,7 @@
  * `npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest]`: measures svc over HTTP on
  * SQLite (and Postgres when one answers) against the floor, a bare node:http + better-sqlite3
  * server, in one run; then the Synthea ingest, and searches over what it loaded, on a svc with the
- * real R4 packages.
+ * real R4 packages. Governance and SMART bearer tokens are priced against servers without them.
  * Prints one table and writes the same figures to bench/results/<YYYY-MM-DD>T<HH-MM>.json.
  * See docs/performance.md.
  */
@@ -16,12 +16,13 @@ import { runLoad } from "./load.ts"
 import { watchMemory } from "./memory.ts"
 import { createBenchDatabase, postgresUnavailable, shownAdminUrl } from "./postgres.ts"
 import { postgresR4, sqliteR4 } from "./template.ts"
-import { formatTable, type Report, type Row, writeJson } from "./report.ts"
+import { formatTable, type Report, type Row, type Share, writeJson } from "./report.ts"
 import { seedFloor, seedSvc } from "./seed.ts"
+import { startSmartSvc } from "./smart.ts"
 import { syntheaMissing } from "./ingest.ts"
 import { type Backend, npmRegistry, type Packages, root, startFloor, startSvc, ungoverned } from "./servers.ts"
 import { formatValidation, measureValidation } from "./validation.ts"
-import { create, describeGoal, type DrivenWorkload, ingestFour, ingestOne, isDriven, type LoadWorkload, onSynthea, quickBundles, readById, type Target, type Workload, workloads } from "./suite.ts"
+import { create, describeGoal, type DrivenWorkload, ingestFour, ingestOne, isDriven, type LoadWorkload, onSynthea, quickBundles, readById, searchIdentifier, type Target, type Workload, workloads } from "./suite.ts"
 
 const usage = `usage: npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest]
   --quick        3 s per workload after a 2 s warm-up (default 10 s after 5 s); ${quickBundles} Synthea bundles (default all 55)
@@ -58,7 +59,8 @@ const load = async (target: Target, workload: LoadWorkload, startWindow: () => v
     connections: workload.connections,
     warmupSeconds: settings.warmupSeconds,
     seconds: settings.seconds,
-    signal: interrupted.signal
+    signal: interrupted.signal,
+    headers: target.headers
   })
 }
 
@@ -167,19 +169,71 @@ const benchUngovernedIngest = async (backend: Backend, workDir: string, packages
   return measured
 }
 
-/** What governance's defaults keep of the server's speed, against its targets (issue: read by id 85%, ingest 90%). */
-const governanceShares = (measured: ReadonlyArray<Measured>) => {
-  const shares: Array<{ readonly workload: string; readonly backend: string; readonly share: number; readonly target: number }> = []
-  const pairs = [{ workload: readById.name, connections: readById.connections, target: 0.85, rate: (m: Measured) => m.reqPerSec },
-    { workload: ingestFour.name, connections: ingestFour.connections, target: 0.9, rate: (m: Measured) => m.resourcesPerSec ?? 0 }]
+/** The server name of the rows measured with SMART on, every request with a bearer token. */
+const smartServer = "svc --smart, bearer token"
+
+/**
+ * Read by id and the token search on a svc like `benchSvc`'s with SMART on (docs/smart.md), every request
+ * with an access token of `system/*.rs`, a whole grant that keeps the fast path (docs/smart-scopes.md), to
+ * compare with the server without `--smart` in the same run. The pool and the creates before the reads (run as
+ * on the default server, so that both read from a database that went through the same) go with a token of
+ * `system/*.cruds`.
+ */
+const benchSmart = async (backend: Backend, workDir: string): Promise<Array<Measured>> => {
+  progress(`svc ${backend.kind} with SMART on: starting`)
+  const smart = await startSmartSvc(backend, workDir)
+  const writer = await smart.authorization("system/*.cruds")
+  const ids = await seedSvc(smart.child.url, settings.poolSize, { headers: writer })
+  const target = { server: smartServer, backend: backend.kind, url: smart.child.url, ids, headers: await smart.authorization("system/*.rs") }
+  const measured = await measureAll(smart.child, target, [withHeaders(create, writer), readById, searchIdentifier])
+  await smart.child.stop()
+  return measured
+}
+
+/** `workload` with `headers` on each of its requests, over the target's. */
+const withHeaders = (workload: Workload, headers: Readonly<Record<string, string>>): Workload =>
+  isDriven(workload) ? workload : {
+    ...workload,
+    prepare: async (target) => (await workload.prepare(target)).map((request) => ({ ...request, headers: { ...request.headers, ...headers } }))
+  }
+
+interface Pair {
+  readonly workload: string
+  readonly connections: number
+  readonly target: number
+  readonly rate: (m: Measured) => number
+}
+
+const reqPerSec = (m: Measured) => m.reqPerSec
+
+/** The rates of `server` over those of `reference` for each pair of workload and connections, backend by backend. */
+const sharesOf = (measured: ReadonlyArray<Measured>, server: string, reference: string, pairs: ReadonlyArray<Pair>): Array<Share> => {
+  const shares: Array<Share> = []
   for (const pair of pairs) {
-    for (const off of measured.filter((m) => m.server === ungovernedServer && m.workload === pair.workload && m.connections === pair.connections)) {
-      const on = measured.find((m) => m.server === "svc" && m.backend === off.backend && m.workload === pair.workload && m.connections === pair.connections)
-      if (on !== undefined && pair.rate(off) > 0) shares.push({ workload: pair.workload, backend: off.backend, share: pair.rate(on) / pair.rate(off), target: pair.target })
+    for (const base of measured.filter((m) => m.server === reference && m.workload === pair.workload && m.connections === pair.connections)) {
+      const other = measured.find((m) => m.server === server && m.backend === base.backend && m.workload === pair.workload && m.connections === pair.connections)
+      if (other !== undefined && pair.rate(base) > 0) {
+        shares.push({ workload: pair.workload, backend: base.backend, connections: pair.connections, share: pair.rate(other) / pair.rate(base), target: pair.target })
+      }
     }
   }
   return shares
 }
+
+/** What governance's defaults keep of the server's speed, against its targets (issue: read by id 85%, ingest 90%). */
+const governanceShares = (measured: ReadonlyArray<Measured>) =>
+  sharesOf(measured, "svc", ungovernedServer, [
+    { workload: readById.name, connections: readById.connections, target: 0.85, rate: reqPerSec },
+    { workload: ingestFour.name, connections: ingestFour.connections, target: 0.9, rate: (m) => m.resourcesPerSec ?? 0 }
+  ])
+
+/** What a bearer token keeps of the speed of the server without `--smart` (issue: read by id and token search, 90%). */
+const smartShares = (measured: ReadonlyArray<Measured>) =>
+  sharesOf(measured, smartServer, "svc", [readById, searchIdentifier].map((w) => ({ workload: w.name, connections: w.connections, target: 0.9, rate: reqPerSec })))
+
+// Rounded down, so that a share just under its target never reads as the target.
+const describeShare = (share: Share): string =>
+  `${share.workload} on ${share.backend} ${Math.floor(100 * share.share)}% (target >= ${100 * share.target}%${share.share >= share.target ? "" : ", MISSED"})`
 
 /** The median of three restarts (one with --quick) on the database the Synthea workloads left: process start to `/readyz` 200. */
 const measureRestart = async (backend: Backend, workDir: string, packages: Packages): Promise<number> => {
@@ -215,7 +269,8 @@ const r4Packages = async (): Promise<Packages | undefined> => {
   return "why" in registry ? skipped(registry.why) : { kind: "r4", registry: registry.registry }
 }
 
-const withRatios = (measured: ReadonlyArray<Measured>): Array<Row> => {
+/** The rows with their floor ratios and targets; a row of the SMART server is held to its share of the server without. */
+const withRatios = (measured: ReadonlyArray<Measured>, smart: ReadonlyArray<Share>): Array<Row> => {
   const floorRead = measured.find((m) => m.server === "floor" && m.workload === readById.name)?.reqPerSec
   return measured.map((m) => {
     const workload = workloads.find((w) => w.name === m.workload && w.connections === m.connections)
@@ -229,6 +284,12 @@ const withRatios = (measured: ReadonlyArray<Measured>): Array<Row> => {
     if (m.server === "svc" && goal?.maxP99Ms !== undefined) checks.push(m.p99Ms <= goal.maxP99Ms)
     if (m.server === "svc" && goal?.minResourcesPerSec !== undefined) checks.push((m.resourcesPerSec ?? 0) >= goal.minResourcesPerSec)
     const met = m.server === "svc" && checks.length > 0 ? checks.every(Boolean) : undefined
+    if (m.server === smartServer) {
+      const share = smart.find((s) => s.workload === m.workload && s.backend === m.backend && s.connections === m.connections)
+      return share === undefined
+        ? { ...m, target: "", floorRatio, met: undefined }
+        : { ...m, target: `≥ ${100 * share.target}% of svc without --smart`, floorRatio, met: share.share >= share.target }
+    }
     return { ...m, target: m.server === "svc" ? m.target : "", floorRatio, met }
   })
 }
@@ -244,6 +305,7 @@ const main = async (): Promise<void> => {
   const packages = await r4Packages()
   const measured: Array<Measured> = [...(await benchFloor(workDir))]
   measured.push(...(await benchSvc({ kind: "sqlite", file: join(workDir, "svc.sqlite") }, workDir)))
+  measured.push(...(await benchSmart({ kind: "sqlite", file: join(workDir, "svc-smart.sqlite") }, workDir)))
   measured.push(...(await benchUngoverned({ kind: "sqlite", file: join(workDir, "svc-ungoverned.sqlite") }, workDir)))
   if (packages !== undefined) {
     const backend = await sqliteR4(join(workDir, "svc-r4.sqlite"), workDir, packages, progress)
@@ -264,6 +326,10 @@ const main = async (): Promise<void> => {
       const drop = onCleanup("dropping the Postgres database", database.drop)
       measured.push(...(await benchSvc({ kind: "postgres", url: database.url }, workDir)))
       await drop()
+      const smartDatabase = await createBenchDatabase()
+      const dropSmart = onCleanup("dropping the Postgres database", smartDatabase.drop)
+      measured.push(...(await benchSmart({ kind: "postgres", url: smartDatabase.url }, workDir)))
+      await dropSmart()
       const ungovernedDatabase = await createBenchDatabase()
       const dropUngoverned = onCleanup("dropping the Postgres database", ungovernedDatabase.drop)
       measured.push(...(await benchUngoverned({ kind: "postgres", url: ungovernedDatabase.url }, workDir)))
@@ -281,8 +347,9 @@ const main = async (): Promise<void> => {
     }
   }
 
-  const rows = withRatios(measured)
   const governance = governanceShares(measured)
+  const smart = smartShares(measured)
+  const rows = withRatios(measured, smart)
   for (const row of rows) {
     if (row.non2xx > 0 || row.errors > 0) {
       notices.push(`${row.workload} on ${row.server} ${row.backend}: ${row.non2xx} non-2xx responses, ${row.errors} connection errors (status codes ${JSON.stringify(row.statusCodes)})`)
@@ -294,7 +361,7 @@ const main = async (): Promise<void> => {
   const elapsedSeconds = Math.round((performance.now() - startedAtMs) / 1000)
   const report: Report = {
     startedAt, elapsedSeconds, loadAverageAtStart, quick, settings, workloads: described, rows, serverPeakRssMb,
-    serverRssAfterRunMb, rssAfterRunTargetMb, notices, validation, restartMs, governance
+    serverRssAfterRunMb, rssAfterRunTargetMb, notices, validation, restartMs, governance, smart
   }
   const file = writeJson(report)
 
@@ -311,10 +378,8 @@ const main = async (): Promise<void> => {
   if (validation !== undefined) console.log(formatValidation(validation))
   const restarts = Object.entries(restartMs).map(([kind, ms]) => `${kind} ${(ms / 1000).toFixed(2)} s${ms <= restartTargetMs ? "" : " (MISSED)"}`)
   if (restarts.length > 0) console.log(`Restart to /readyz with the R4 packages installed (median of 3, 1 with --quick; target < ${restartTargetMs / 1000} s): ${restarts.join(", ")}`)
-  if (governance.length > 0) {
-    console.log(`Governance on (its defaults) against off, same run: ${governance.map((g) =>
-      `${g.workload} on ${g.backend} ${(100 * g.share).toFixed(0)}% (target >= ${100 * g.target}%${g.share >= g.target ? "" : ", MISSED"})`).join(", ")}`)
-  }
+  if (governance.length > 0) console.log(`Governance on (its defaults) against off, same run: ${governance.map(describeShare).join(", ")}`)
+  if (smart.length > 0) console.log(`svc --smart with a bearer token (system/*.rs) against svc without --smart, same run: ${smart.map(describeShare).join(", ")}`)
   for (const notice of notices) console.log(`NOTICE: ${notice}`)
   console.log(`Written: ${relative(root, file)} (${elapsedSeconds} s in all)`)
 }

@@ -6,10 +6,19 @@ import { samplePatient, storedPatient } from "./patients.ts"
 
 /**
  * Creates `count` Patients on svc in transaction Bundles of `perBundle` (`POST /fhir`), `concurrency`
- * in flight; resolves with their ids in order. One commit per bundle: on Postgres a thousand single
- * creates take some twenty seconds, the same Patients in bundles a few.
+ * in flight, each request with `headers` besides its own (a bearer token under `--smart`); resolves with
+ * their ids in order. One commit per bundle: on Postgres a thousand single creates take some twenty
+ * seconds, the same Patients in bundles a few.
  */
-export const seedSvc = async (url: string, count: number, concurrency = 2, perBundle = 100): Promise<Array<string>> => {
+export const seedSvc = async (
+  url: string,
+  count: number,
+  { concurrency = 2, perBundle = 100, headers = {} }: {
+    readonly concurrency?: number
+    readonly perBundle?: number
+    readonly headers?: Readonly<Record<string, string>>
+  } = {}
+): Promise<Array<string>> => {
   const ids: Array<string> = new Array(count)
   let next = 0
   const worker = async () => {
@@ -23,7 +32,7 @@ export const seedSvc = async (url: string, count: number, concurrency = 2, perBu
       }
       const response = await fetch(`${url}/fhir`, {
         method: "POST",
-        headers: { "content-type": "application/fhir+json", accept: "application/fhir+json" },
+        headers: { ...headers, "content-type": "application/fhir+json", accept: "application/fhir+json" },
         body: JSON.stringify(bundle),
         signal: interrupted.signal
       })

@@ -84,6 +84,8 @@ export const startSvc = (
     readonly killAfterMs?: number
     /** The configuration file's text; every setting at its default when not given. */
     readonly config?: string
+    /** Variables added to the environment (a secret the configuration file should not hold). */
+    readonly env?: Readonly<Record<string, string>>
   } = {}
 ): Promise<Child> => {
   const config = join(workDir, `${options.name ?? "svc"}.toml`)
@@ -93,7 +95,7 @@ export const startSvc = (
     name: options.name ?? `svc-${backend.kind}${packages.kind === "r4" ? "-r4" : ""}`,
     args: [...(options.nodeArgs ?? []), bundle(), "--config", config, ...database, "--bind", "127.0.0.1:0"],
     cwd: root,
-    env: svcEnv(workDir, packages),
+    env: { ...svcEnv(workDir, packages), ...options.env },
     logDir: workDir,
     readyPath: "/readyz",
     ...(packages.kind === "r4" ? { timeoutMs: 300_000 } : {}),

@@ -8,7 +8,7 @@
 import type autocannon from "autocannon"
 import { loadSynthea, runIngest } from "./ingest.ts"
 import type { Measurement } from "./load.ts"
-import { samplePatient } from "./patients.ts"
+import { identifierSystem, samplePatient } from "./patients.ts"
 import { joinBundles, runReadsDuringIngest } from "./readsDuringIngest.ts"
 import { rotation } from "./rotation.ts"
 import {
@@ -25,6 +25,8 @@ export interface Target {
   /** `http://127.0.0.1:<port>` */
   readonly url: string
   readonly ids: ReadonlyArray<string>
+  /** Sent with every request besides the workload's own: the bearer token of a server under `--smart`. */
+  readonly headers?: Readonly<Record<string, string>>
 }
 
 /** What a workload should reach; every field is optional so later workloads can state their own. */
@@ -110,6 +112,39 @@ export const readById: Workload = {
       path: "/fhir/Patient",
       headers: { accept: "application/fhir+json" },
       setupRequest: (request) => ({ ...request, path: `/fhir/Patient/${target.ids[nextId()]}` })
+    }]
+  }
+}
+
+/** The creates' bodies are the first 100 sample Patients: from this one on, each identifier is the pool's alone. */
+const firstUniqueIdentifier = 100
+
+/**
+ * A token search over the pool: each of its Patients from `firstUniqueIdentifier` on by its identifier, one
+ * match each. It runs before the updates, which give the pool's Patients other identifiers.
+ */
+export const searchIdentifier: Workload = {
+  name: "search identifier",
+  description: `GET /fhir/Patient?identifier=urn:svc:bench|bench-<n>: a token search for each Patient of the pool from the ${firstUniqueIdentifier + 1}st on ` +
+    `(the creates repeat the first ${firstUniqueIdentifier} identifiers), in turn, one match each`,
+  connections: 8,
+  onFloor: false,
+  prepare: async (target) => {
+    const paths = target.ids.slice(firstUniqueIdentifier).map((_, k) =>
+      `/fhir/Patient?identifier=${encodeURIComponent(`${identifierSystem}|bench-${firstUniqueIdentifier + k}`)}`)
+    for (const path of [paths[0], paths[paths.length - 1]]) {
+      if (path === undefined) throw new Error("search identifier: the pool has no Patient to search for")
+      const response = await fetch(`${target.url}${path}`, { headers: { ...target.headers, accept: "application/fhir+json" } })
+      const text = await response.text()
+      const matches = response.status === 200 ? ((JSON.parse(text) as { entry?: ReadonlyArray<unknown> }).entry ?? []).length : 0
+      if (matches !== 1) throw new Error(`GET ${path} answered ${response.status} with ${matches} matches, not 1: ${text.slice(0, 300)}`)
+    }
+    const nextPath = rotation(paths.length)
+    return [{
+      method: "GET",
+      path: paths[0] ?? "",
+      headers: { accept: "application/fhir+json" },
+      setupRequest: (request) => ({ ...request, path: paths[nextPath()] ?? "" })
     }]
   }
 }
@@ -299,12 +334,13 @@ export const everything: Workload = {
 }
 
 /**
- * In the order they run: reads come after creates so the pool and the table have grown a little.
+ * In the order they run: reads come after creates so the pool and the table have grown a little, and
+ * before the updates, which change the identifiers the pool is searched by.
  * The Synthea workloads run after the others, on their own server: the ingest first, then the
  * searches over what it loaded.
  */
 export const workloads: ReadonlyArray<Workload> = [
-  create, readById, update, ingestOne, ingestFour, searchToken, searchTokenDate, searchString, searchPaged,
+  create, readById, searchIdentifier, update, ingestOne, ingestFour, searchToken, searchTokenDate, searchString, searchPaged,
   searchNextLinks, searchDeepestPages, searchDeepOffset, searchChain, searchHas, searchInclude, everything,
   // Last: the resources it writes would change what the searches find.
   readsDuringIngest

@@ -145,6 +145,11 @@ export class Tokens extends Context.Tag("svc/auth/Tokens")<Tokens, {
   readonly verifyAccess: (token: string) => Effect.Effect<AccessClaims, InvalidToken>
   /** The claims of a token verified before, if it is neither expired at `nowMillis` nor revoked: no waiting. */
   readonly cached: (token: string, nowMillis: number) => AccessClaims | undefined
+  /**
+   * Whether the claims of a token verified before are still good at `nowMillis`: not expired, not revoked. For a
+   * caller that keeps verified claims of its own (the front door), without a lookup by the whole token.
+   */
+  readonly current: (claims: AccessClaims, nowMillis: number) => boolean
   /** A new refresh token for `grant` (of `family`, or a new family). */
   readonly issueRefresh: (grant: Grant, kind: RefreshKind, family?: string) => Effect.Effect<string, TokenStoreError>
   /**
@@ -208,10 +213,12 @@ export const make = (settings: TokenSettings): Effect.Effect<Tokens["Type"], Tok
       cache.set(token, claims)
     }
 
+    const current = (claims: AccessClaims, nowMillis: number): boolean => claims.exp * 1000 > nowMillis && !revoked.has(claims.jti)
+
     const cached = (token: string, nowMillis: number): AccessClaims | undefined => {
       const claims = cache.get(token)
       if (claims === undefined) return undefined
-      if (claims.exp * 1000 <= nowMillis || revoked.has(claims.jti)) {
+      if (!current(claims, nowMillis)) {
         cache.delete(token)
         return undefined
       }
@@ -423,6 +430,7 @@ export const make = (settings: TokenSettings): Effect.Effect<Tokens["Type"], Tok
       issueIdToken,
       verifyAccess,
       cached,
+      current,
       issueRefresh,
       redeemRefresh,
       revoke,

@@ -152,15 +152,17 @@ for (const backend of backends.filter((b) => b.kind !== "memory")) {
         expect(yield* refusal(tokens.verifyAccess(idToken))).toBe("InvalidToken: the token is not an access token")
       }))
 
-    it.scoped("a token expires with the clock: refused after exp, and gone from the cache", () =>
+    it.scoped("a token expires with the clock: refused after exp, gone from the cache, and its claims no longer current", () =>
       Effect.gen(function*() {
         const { tokens } = yield* server(backend.kind)
-        const { accessToken } = yield* tokens.issueAccess(userGrant)
+        const { accessToken, claims } = yield* tokens.issueAccess(userGrant)
         yield* TestClock.adjust("3599 seconds")
         expect(tokens.cached(accessToken, yield* now)).toBeDefined()
+        expect(tokens.current(claims, yield* now)).toBe(true)
         expect((yield* tokens.verifyAccess(accessToken)).subject).toBe("u-17")
         yield* TestClock.adjust("1 second")
         expect(tokens.cached(accessToken, yield* now)).toBeUndefined()
+        expect(tokens.current(claims, yield* now)).toBe(false)
         expect(yield* refusal(tokens.verifyAccess(accessToken))).toBe("InvalidToken: the token has expired")
         expect(yield* tokens.introspect(accessToken)).toEqual({ active: false })
       }))
@@ -320,26 +322,29 @@ for (const backend of backends.filter((b) => b.kind !== "memory")) {
         expect((yield* tokens.redeemRefresh(offline, "growth-chart")).grant).toEqual(userGrant)
       }))
 
-    it.scoped("revoking an access token (RFC 7009): refused from then on, gone from the cache, and still refused after a restart", () =>
+    it.scoped("revoking an access token (RFC 7009): refused from then on, gone from the cache, its claims no longer current, and still refused after a restart", () =>
       Effect.gen(function*() {
         yield* TestClock.setTime(start)
         const options = yield* freshDatabase(backend.kind)
         const first = yield* Scope.make()
         const { accessToken, kept } = yield* Effect.gen(function*() {
           const { tokens } = yield* openServer(yield* openStore(options))
-          const accessToken = (yield* tokens.issueAccess(userGrant)).accessToken
-          const kept = (yield* tokens.issueAccess(userGrant)).accessToken
+          const { accessToken, claims } = yield* tokens.issueAccess(userGrant)
+          const kept = yield* tokens.issueAccess(userGrant)
           // Another client's request, or an unknown token, changes nothing.
           yield* tokens.revoke(accessToken, "another-app")
           yield* tokens.revoke("eyJ.garbage.token", "growth-chart")
           yield* tokens.revoke("unknown-opaque-token", "growth-chart")
           expect((yield* tokens.verifyAccess(accessToken)).clientId).toBe("growth-chart")
+          expect(tokens.current(claims, yield* now)).toBe(true)
           yield* tokens.revoke(accessToken, "growth-chart")
           expect(tokens.cached(accessToken, yield* now)).toBeUndefined()
+          expect(tokens.current(claims, yield* now)).toBe(false)
           expect(yield* refusal(tokens.verifyAccess(accessToken))).toBe("InvalidToken: the token was revoked")
           expect(yield* tokens.introspect(accessToken)).toEqual({ active: false })
-          expect((yield* tokens.verifyAccess(kept)).clientId).toBe("growth-chart")
-          return { accessToken, kept }
+          expect((yield* tokens.verifyAccess(kept.accessToken)).clientId).toBe("growth-chart")
+          expect(tokens.current(kept.claims, yield* now)).toBe(true)
+          return { accessToken, kept: kept.accessToken }
         }).pipe(Scope.extend(first))
         yield* Scope.close(first, Exit.void)
         const { tokens } = yield* openServer(yield* openStore(options))
