@@ -174,7 +174,7 @@ const smartServer = "svc --smart, bearer token"
 
 /**
  * Read by id and the token search on a svc like `benchSvc`'s with SMART on (docs/smart.md), every request
- * with an access token of `system/*.rs`, a whole grant that keeps the fast path (docs/smart-scopes.md), to
+ * with an access token of `system/*.rs`, a whole grant that keeps the fast path (docs/smart.md, "Scopes"), to
  * compare with the server without `--smart` in the same run. The pool and the creates before the reads (run as
  * on the default server, so that both read from a database that went through the same) go with a token of
  * `system/*.cruds`.
