@@ -138,9 +138,9 @@ export const make = (config: AppConfig, publicUrl: string, secrets: SmartSecretV
     const failures = authFailures(config.rate_limit.auth_failures_per_minute ?? 20, clock)
 
     // The callers of tokens seen lately, found by the last characters of the Authorization header they came in.
-    // Each request brings its header as a new string: a map keyed by all of it (a JWT of some 800 characters)
-    // hashes all of it at every lookup, and the pattern that takes the token out reads all of it, together 2 to
-    // 3 µs of a fast read's 60. A hit is compared whole, so a header that only ends the same is not taken for another's.
+    // Each request brings its header as a new string: a map keyed by all of it (a JWT of some 740 characters)
+    // hashes all of it at every lookup, and the pattern that takes the token out reads all of it, together about
+    // 1.5 µs of a fast read's 55. A hit is compared whole, so a header that only ends the same is not taken for another's.
     const seen = new Map<string, Seen>()
     const remember = (key: string, entry: Seen) => {
       if (seen.size >= seenLimit && !seen.has(key)) seen.delete(seen.keys().next().value!)
