@@ -10,18 +10,18 @@
  * `launch/patient` and no patient is known yet, names the patient; the consent page lets the user grant the
  * scopes asked or fewer; then a code goes back to the redirect URI, which the token endpoint exchanges.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
 import { Effect, Option, Redacted } from "effect"
 import { CatalogService } from "../catalog/CatalogService.ts"
 import { Database } from "../db/Database.ts"
 import type { RootHandler, RootRequest } from "../http/RootRoutes.ts"
 import * as Search from "../search/Search.ts"
-import { type Authorizations, type CodeGrant, hashOf, type Pending, randomToken, type SignedIn } from "./Authorizations.ts"
+import type { Authorizations, CodeGrant, Pending, SignedIn } from "./Authorizations.ts"
 import { type Client, type Clients, clientAuthFailedResponse } from "./Clients.ts"
 import { type AuthUrls, openidConfiguration, smartConfiguration } from "./Discovery.ts"
 import { cookie, formOf, redirect, withQuery } from "./forms.ts"
 import { jsonResponse, noStore, oauthError as oauthErrorAt } from "./oauthError.ts"
-import { sameSecret } from "./secrets.ts"
+import { bearerToken, generateSecret, hashSecret, matchesHash, sameSecret } from "./secrets.ts"
 import type { Grant } from "./Grant.ts"
 import type { SigningKeys } from "./Keys.ts"
 import * as Pages from "./pages.ts"
@@ -69,12 +69,6 @@ const oauthError = (error: string, description: string, status = 400, headers: R
 
 const json = (body: unknown, status = 200) => jsonResponse(status, body)
 
-const bearerOf = (http: HttpServerRequest.HttpServerRequest): string | undefined => {
-  const header = http.headers["authorization"]
-  const match = header === undefined ? null : /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(header)
-  return match === null ? undefined : match[1]
-}
-
 /** The human name of a Patient's JSON, for the picker. */
 const patientName = (resource: Record<string, unknown>): string => {
   const names = Array.isArray(resource["name"]) ? (resource["name"] as Array<Record<string, unknown>>) : []
@@ -109,7 +103,7 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       const id = form.get("request") ?? ""
       const found = id === "" ? undefined : yield* authorizations.pending(id)
       const browser = cookie(request.http, browserCookie)
-      if (found === undefined || browser === undefined || !sameSecret(hashOf(browser), found.browser)) return undefined
+      if (found === undefined || browser === undefined || !matchesHash(browser, found.browser)) return undefined
       if (request.http.method === "POST" && !sameSecret(form.get("csrf") ?? "", found.csrf)) return undefined
       return { id, pending: found }
     })
@@ -237,7 +231,7 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       } else if (scopes.includes("launch")) {
         return back("invalid_request", "the scope launch asks for an EHR launch, but the request has no launch parameter")
       }
-      const browser = randomToken()
+      const browser = generateSecret()
       const pending: Pending = {
         clientId,
         redirectUri,
@@ -246,12 +240,12 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
         codeChallenge: challenge!,
         nonce: form.get("nonce") ?? undefined,
         launch,
-        csrf: randomToken(),
-        browser: hashOf(hashOf(browser))
+        csrf: generateSecret(),
+        browser: hashSecret(browser)
       }
       const id = yield* authorizations.begin(pending)
       const page = yield* nextStep(id, pending)
-      return HttpServerResponse.setHeader(page, "set-cookie", cookieHeader(hashOf(browser)))
+      return HttpServerResponse.setHeader(page, "set-cookie", cookieHeader(browser))
     })
 
   /** Moves the flow on after a step changed `pending`. */
@@ -307,7 +301,7 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       const browser = cookie(request.http, browserCookie)
       const id = cookie(request.http, requestCookie) ?? ""
       const pending = id === "" ? undefined : yield* authorizations.pending(id)
-      if (pending === undefined || browser === undefined || !sameSecret(hashOf(browser), pending.browser) || pending.upstream === undefined) {
+      if (pending === undefined || browser === undefined || !matchesHash(browser, pending.browser) || pending.upstream === undefined) {
         return expired()
       }
       const result = yield* upstream.complete(url, pending.upstream as SignInTransaction).pipe(Effect.either)
@@ -517,7 +511,7 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
       if (request.http.method !== "POST") return oauthError("invalid_request", "the introspection endpoint takes POST", 405, { allow: "POST" })
       const form = yield* formOf(request.http)
       if (typeof form === "string") return oauthError("invalid_request", form)
-      const bearer = bearerOf(request.http)
+      const bearer = bearerToken(request.http.headers["authorization"])
       if (bearer !== undefined) {
         const caller = yield* tokens.verifyAccess(bearer).pipe(Effect.option)
         if (Option.isNone(caller)) {
@@ -549,7 +543,7 @@ export const make = (settings: AuthServerSettings, services: AuthServices) => {
   const launch: RootHandler<unknown, AuthEnv> = (request) =>
     Effect.gen(function*() {
       if (request.http.method !== "POST") return oauthError("invalid_request", "launches are created with POST", 405, { allow: "POST" })
-      const bearer = bearerOf(request.http)
+      const bearer = bearerToken(request.http.headers["authorization"])
       if (bearer === undefined || !sameSecret(bearer, Redacted.value(settings.dcrToken))) {
         yield* audit.record({ kind: "launch", outcome: "refused", known: false, reason: `invalid_token: ${bearer === undefined ? "no" : "a wrong"} registration token` })
         return oauthError("invalid_token", "creating a launch needs the registration token as a bearer token", 401, { "www-authenticate": "Bearer error=\"invalid_token\"" })

@@ -6,10 +6,10 @@
  * pending request's id, codes) are kept as SHA-256 hashes only: a copy of the database redeems nothing.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { createHash, randomBytes } from "node:crypto"
 import { Database } from "../db/Database.ts"
 import { Writer } from "../db/Writer.ts"
 import type { Grant } from "./Grant.ts"
+import { generateSecret, hashSecret } from "./secrets.ts"
 
 /** How long a user has to finish signing in and consenting. */
 export const pendingLifetimeMs = 10 * 60_000
@@ -19,9 +19,7 @@ export const codeLifetimeMs = 120_000
 export const launchLifetimeMs = 60 * 60_000
 
 /** A random value for a client or a browser: 32 bytes, base64url. */
-export const randomToken = (): string => randomBytes(32).toString("base64url")
 
-export const hashOf = (value: string): string => createHash("sha256").update(value).digest("base64url")
 
 /** The user signed in for a pending authorization. */
 export interface SignedIn {
@@ -102,10 +100,10 @@ export const make = Effect.gen(function*() {
   const begin = (pending: Pending) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const id = randomToken()
+      const id = generateSecret()
       yield* commit(Effect.gen(function*() {
         yield* sql`DELETE FROM svc_auth_pending WHERE expires_at < ${now}`
-        yield* sql`INSERT INTO svc_auth_pending (id_hash, state, expires_at) VALUES (${hashOf(id)}, ${JSON.stringify(pending)}, ${now + pendingLifetimeMs})`
+        yield* sql`INSERT INTO svc_auth_pending (id_hash, state, expires_at) VALUES (${hashSecret(id)}, ${JSON.stringify(pending)}, ${now + pendingLifetimeMs})`
       }))
       return id
     })
@@ -114,25 +112,25 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const rows = yield* db.withReader((reader) =>
-        reader<{ state: string; expires_at: number | string }>`SELECT state, expires_at FROM svc_auth_pending WHERE id_hash = ${hashOf(id)}`
+        reader<{ state: string; expires_at: number | string }>`SELECT state, expires_at FROM svc_auth_pending WHERE id_hash = ${hashSecret(id)}`
       )
       const row = rows[0]
       return row === undefined || Number(row.expires_at) < now ? undefined : parse<Pending>(row.state)
     })
 
   const update = (id: string, next: Pending) =>
-    commit(sql`UPDATE svc_auth_pending SET state = ${JSON.stringify(next)} WHERE id_hash = ${hashOf(id)}`).pipe(Effect.asVoid)
+    commit(sql`UPDATE svc_auth_pending SET state = ${JSON.stringify(next)} WHERE id_hash = ${hashSecret(id)}`).pipe(Effect.asVoid)
 
-  const end = (id: string) => commit(sql`DELETE FROM svc_auth_pending WHERE id_hash = ${hashOf(id)}`).pipe(Effect.asVoid)
+  const end = (id: string) => commit(sql`DELETE FROM svc_auth_pending WHERE id_hash = ${hashSecret(id)}`).pipe(Effect.asVoid)
 
   const issueCode = (id: string, grant: CodeGrant) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const code = randomToken()
+      const code = generateSecret()
       yield* commit(Effect.gen(function*() {
-        yield* sql`DELETE FROM svc_auth_pending WHERE id_hash = ${hashOf(id)}`
+        yield* sql`DELETE FROM svc_auth_pending WHERE id_hash = ${hashSecret(id)}`
         yield* sql`DELETE FROM svc_auth_codes WHERE expires_at < ${now}`
-        yield* sql`INSERT INTO svc_auth_codes (code_hash, grant_json, expires_at) VALUES (${hashOf(code)}, ${JSON.stringify(grant)}, ${now + codeLifetimeMs})`
+        yield* sql`INSERT INTO svc_auth_codes (code_hash, grant_json, expires_at) VALUES (${hashSecret(code)}, ${JSON.stringify(grant)}, ${now + codeLifetimeMs})`
       }))
       return code
     })
@@ -140,7 +138,7 @@ export const make = Effect.gen(function*() {
   const redeemCode = (code: string) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const hash = hashOf(code)
+      const hash = hashSecret(code)
       const row = yield* commit(Effect.gen(function*() {
         const rows = yield* sql<{ grant_json: string; expires_at: number | string }>`SELECT grant_json, expires_at FROM svc_auth_codes WHERE code_hash = ${hash}`
         if (rows.length > 0) yield* sql`DELETE FROM svc_auth_codes WHERE code_hash = ${hash}`
@@ -152,7 +150,7 @@ export const make = Effect.gen(function*() {
   const createLaunch = (context: LaunchContext) =>
     Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
-      const launch = randomToken()
+      const launch = generateSecret()
       yield* commit(Effect.gen(function*() {
         yield* sql`DELETE FROM svc_auth_launches WHERE expires_at < ${now}`
         yield* sql`INSERT INTO svc_auth_launches (launch_id, context, expires_at) VALUES (${launch}, ${JSON.stringify(context)}, ${now + launchLifetimeMs})`

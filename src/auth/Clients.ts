@@ -33,7 +33,7 @@ import {
   secretMethods
 } from "./clientMetadata.ts"
 import { jsonResponse, oauthError } from "./oauthError.ts"
-import { generateSecret, hashSecret, matchesHash, sameSecret } from "./secrets.ts"
+import { bearerToken, generateSecret, hashSecret, matchesHash, sameSecret } from "./secrets.ts"
 import { none as noSecurityEvents, type SecurityEvents } from "../governance/audit/SecurityEvents.ts"
 
 export interface ClientSettings {
@@ -336,7 +336,7 @@ export const make = (settings: ClientSettings) =>
         if (http.method !== "POST") {
           return oauthError(405, "invalid_request", `${http.method} is not allowed on /auth/register: POST the client metadata`, { allow: "POST" })
         }
-        const token = /^bearer +(\S+)\s*$/i.exec(http.headers.authorization ?? "")?.[1]
+        const token = bearerToken(http.headers.authorization)
         if (token === undefined) {
           yield* refused(false, "invalid_token: no registration token")
           return oauthError(401, "invalid_token", "registration needs the registration token: Authorization: Bearer <token>", {

@@ -11,6 +11,7 @@
  */
 import { Context, Duration, Effect, Layer, Option, Schedule } from "effect"
 import type { SmartSecretValues } from "./SmartSecrets.ts"
+import { bearerToken } from "./secrets.ts"
 import type { AppConfig } from "../config/AppConfig.ts"
 import type { AdmissionPolicy, Refusal } from "../http/FrontDoor.ts"
 import type { Authorized, Principal, PrincipalResolver } from "../http/Principal.ts"
@@ -46,10 +47,8 @@ export interface SmartFront {
   readonly routes: Readonly<Record<string, RootHandler<unknown, AuthServer.AuthEnv>>>
 }
 
-const bearerPattern = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i
-
-/** The bearer token of an `Authorization` header; `""` when it is not a well-formed bearer token. */
-const tokenOf = (header: string): string => bearerPattern.exec(header)?.[1] ?? ""
+/** The bearer token of an `Authorization` header; `""` when it is not a bearer token (answered `invalid_request`). */
+const tokenOf = (header: string): string => bearerToken(header) ?? ""
 
 /** Paths open without a token under `--smart`. */
 export const isOpenPath = (url: string, route: Route): boolean =>

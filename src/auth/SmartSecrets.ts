@@ -7,7 +7,7 @@
  * wherever they appear.
  */
 import { Context, Redacted } from "effect"
-import { randomBytes } from "node:crypto"
+import { generateSecret } from "./secrets.ts"
 
 export interface SmartSecretValues {
   readonly dcrToken: Redacted.Redacted<string>
@@ -17,7 +17,7 @@ export interface SmartSecretValues {
 
 export class SmartSecrets extends Context.Tag("svc/auth/SmartSecrets")<SmartSecrets, SmartSecretValues>() {}
 
-const generate = (): Redacted.Redacted<string> => Redacted.make(randomBytes(32).toString("base64url"))
+const generate = (): Redacted.Redacted<string> => Redacted.make(generateSecret())
 
 /** Secrets made up on the spot (a server started without any, as tests do). */
 export const generatedSecrets = (): SmartSecretValues => ({ dcrToken: generate(), confidentialSecret: generate(), oidcClientSecret: undefined })

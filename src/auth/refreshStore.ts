@@ -6,16 +6,17 @@
  * them a thief: the whole family is revoked.
  */
 import { Effect, Schema } from "effect"
-import { createHash, randomBytes, randomUUID } from "node:crypto"
+import { randomUUID } from "node:crypto"
 import { Database } from "../db/Database.ts"
 import { Writer } from "../db/Writer.ts"
 import type { Grant } from "./Grant.ts"
+import { generateSecret, hashSecret } from "./secrets.ts"
 
 /** A new opaque token: 32 random bytes, base64url (43 characters, no dot: never mistaken for a JWT). */
-export const newOpaqueToken = (): string => randomBytes(32).toString("base64url")
+export const newOpaqueToken = generateSecret
 
 /** What the table stores of a token: its SHA-256, hex. */
-export const tokenHash = (token: string): string => createHash("sha256").update(token, "utf8").digest("hex")
+export const tokenHash = hashSecret
 
 const OptionalString = Schema.optional(Schema.Union(Schema.String, Schema.Undefined))
 

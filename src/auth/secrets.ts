@@ -21,3 +21,10 @@ export const matchesHash = (secret: string, hash: string): boolean => {
 
 /** Whether two secrets are equal, in time that depends on neither. */
 export const sameSecret = (given: string, expected: string): boolean => matchesHash(given, hashSecret(expected))
+
+/**
+ * The token of an `Authorization: Bearer <token>` header (RFC 6750 2.1; the scheme in any case); undefined when
+ * the header is not one. Any visible characters are taken: the DCR token may be an operator's own secret.
+ */
+export const bearerToken = (header: string | undefined): string | undefined =>
+  header === undefined ? undefined : /^Bearer +(\S+) *$/i.exec(header)?.[1]
