@@ -10,7 +10,7 @@ import { exportJWK, generateKeyPair, SignJWT } from "jose"
 import { createHash, randomBytes, randomUUID } from "node:crypto"
 import { SmartSecrets } from "../../src/auth/SmartSecrets.ts"
 import { pgAvailable } from "../support/backends.ts"
-import { startServer, type TestServer } from "../support/server.ts"
+import { call, type Reply, startServer, type TestServer } from "../support/server.ts"
 
 const dcrToken = "audit-test-dcr-token-5e4d3c2b1a"
 const confidentialSecret = "audit-test-confidential-secret-9z8y7x"
@@ -19,26 +19,9 @@ const secrets = { dcrToken: Redacted.make(dcrToken), confidentialSecret: Redacte
 const smartServer = (kind: "sqlite" | "postgres") =>
   startServer(kind, { smart: { enabled: true, demo_login: true, fhir_user: "Practitioner/demo" } }).pipe(Effect.provideService(SmartSecrets, secrets))
 
-interface Reply {
-  readonly status: number
-  readonly headers: Headers
-  readonly text: string
-  readonly json: any
-}
-
 /** One request, redirects not followed (the code comes back in a `Location`). */
-const send = (method: string, url: string, init: { readonly headers?: Record<string, string>; readonly body?: string } = {}): Effect.Effect<Reply> =>
-  Effect.promise(async () => {
-    const response = await fetch(url, { method, redirect: "manual", headers: init.headers ?? {}, ...(init.body === undefined ? {} : { body: init.body }) })
-    const text = await response.text()
-    let json: unknown
-    try {
-      json = text === "" ? undefined : JSON.parse(text)
-    } catch {
-      json = undefined
-    }
-    return { status: response.status, headers: response.headers, text, json }
-  })
+const send = (method: string, url: string, init: { readonly headers?: Record<string, string>; readonly body?: string } = {}) =>
+  call(method, url, { ...init, redirect: "manual" })
 
 const formHeaders = { "content-type": "application/x-www-form-urlencoded" }
 const post = (url: string, fields: URLSearchParams | Record<string, string>, headers: Record<string, string> = {}) =>

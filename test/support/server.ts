@@ -104,12 +104,13 @@ export interface Reply {
 export const call = (
   method: string,
   url: string,
-  options: { readonly body?: unknown; readonly headers?: Record<string, string> } = {}
+  options: { readonly body?: unknown; readonly headers?: Record<string, string>; readonly redirect?: "follow" | "manual" } = {}
 ): Effect.Effect<Reply> =>
   Effect.promise(async () => {
     const body = options.body === undefined ? undefined : typeof options.body === "string" ? options.body : JSON.stringify(options.body)
     const response = await fetch(url, {
       method,
+      redirect: options.redirect ?? "follow",
       headers: { ...(body !== undefined ? { "content-type": "application/fhir+json" } : {}), ...options.headers },
       ...(body !== undefined ? { body } : {})
     }).catch((error: unknown) => {
