@@ -34,7 +34,13 @@ export interface Measurement {
 const percentile = (sorted: Float64Array, p: number): number =>
   sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? Number.NaN
 
-const once = (options: LoadOptions, seconds: number): Promise<Measurement> =>
+/** A measured run's figures and its 2xx latencies (ms, sorted), to pool with other runs'. */
+export interface Slice {
+  readonly measurement: Measurement
+  readonly latencies: Float64Array
+}
+
+const once = (options: LoadOptions, seconds: number): Promise<Slice> =>
   new Promise((resolve, reject) => {
     options.signal.throwIfAborted()
     let latencies = new Float64Array(1 << 16)
@@ -55,14 +61,17 @@ const once = (options: LoadOptions, seconds: number): Promise<Measurement> =>
         const sorted = latencies.subarray(0, count).sort()
         const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats).map(([code, { count }]) => [code, count]))
         resolve({
-          reqPerSec: result["2xx"] / result.duration,
-          medianMs: percentile(sorted, 0.5),
-          p99Ms: percentile(sorted, 0.99),
-          ok: result["2xx"],
-          non2xx: result.non2xx,
-          errors: result.errors,
-          seconds: result.duration,
-          statusCodes
+          measurement: {
+            reqPerSec: result["2xx"] / result.duration,
+            medianMs: percentile(sorted, 0.5),
+            p99Ms: percentile(sorted, 0.99),
+            ok: result["2xx"],
+            non2xx: result.non2xx,
+            errors: result.errors,
+            seconds: result.duration,
+            statusCodes
+          },
+          latencies: sorted
         })
       }
     )
@@ -81,5 +90,35 @@ const once = (options: LoadOptions, seconds: number): Promise<Measurement> =>
 
 export const runLoad = async (options: LoadOptions): Promise<Measurement> => {
   if (options.warmupSeconds > 0) await once(options, options.warmupSeconds)
-  return once(options, options.seconds)
+  return (await once(options, options.seconds)).measurement
+}
+
+/** One measured run of `options.seconds` with no warm-up, its latencies kept (the slices of inTurn.ts). */
+export const runSlice = (options: LoadOptions): Promise<Slice> => once(options, options.seconds)
+
+/** The slices' figures as one measurement: their counts summed, the percentiles over all their latencies. */
+export const pooled = (slices: ReadonlyArray<Slice>): Measurement => {
+  const all = new Float64Array(slices.reduce((n, slice) => n + slice.latencies.length, 0))
+  let at = 0
+  for (const slice of slices) {
+    all.set(slice.latencies, at)
+    at += slice.latencies.length
+  }
+  all.sort()
+  const sum = (pick: (m: Measurement) => number) => slices.reduce((n, slice) => n + pick(slice.measurement), 0)
+  const statusCodes: Record<string, number> = {}
+  for (const slice of slices) {
+    for (const [code, count] of Object.entries(slice.measurement.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + count
+  }
+  const seconds = sum((m) => m.seconds)
+  return {
+    reqPerSec: seconds > 0 ? sum((m) => m.ok) / seconds : 0,
+    medianMs: percentile(all, 0.5),
+    p99Ms: percentile(all, 0.99),
+    ok: sum((m) => m.ok),
+    non2xx: sum((m) => m.non2xx),
+    errors: sum((m) => m.errors),
+    seconds,
+    statusCodes
+  }
 }

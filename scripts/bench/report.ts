@@ -61,6 +61,12 @@ export interface Share {
   readonly share: number
   /** The share to reach. */
   readonly target: number
+  /** Whether the two servers were loaded in turn (scripts/bench/inTurn.ts) rather than one after the other. */
+  readonly inTurn?: boolean
+  /** In turn: each server's 2xx responses per second over all rounds, and each round's share. */
+  readonly candidateReqPerSec?: number
+  readonly referenceReqPerSec?: number
+  readonly roundShares?: ReadonlyArray<number>
 }
 
 const fixed = (value: number | undefined, digits: number): string =>

@@ -12,6 +12,7 @@ import { join, relative } from "node:path"
 import { parseArgs } from "node:util"
 import type { Child } from "./children.ts"
 import { cleanupAll, installSignalHandlers, interrupted, onCleanup } from "./cleanup.ts"
+import { measureInTurn } from "./inTurn.ts"
 import { runLoad } from "./load.ts"
 import { watchMemory } from "./memory.ts"
 import { createBenchDatabase, postgresUnavailable, shownAdminUrl } from "./postgres.ts"
@@ -22,7 +23,7 @@ import { startSmartSvc } from "./smart.ts"
 import { syntheaMissing } from "./ingest.ts"
 import { type Backend, npmRegistry, type Packages, root, startFloor, startSvc, ungoverned } from "./servers.ts"
 import { formatValidation, measureValidation } from "./validation.ts"
-import { create, describeGoal, type DrivenWorkload, ingestFour, ingestOne, isDriven, type LoadWorkload, onSynthea, quickBundles, readById, searchIdentifier, type Target, type Workload, workloads } from "./suite.ts"
+import { describeGoal, type DrivenWorkload, ingestFour, ingestOne, isDriven, type LoadWorkload, onSynthea, quickBundles, readById, searchIdentifier, type Target, type Workload, workloads } from "./suite.ts"
 
 const usage = `usage: npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest]
   --quick        3 s per workload after a 2 s warm-up (default 10 s after 5 s); ${quickBundles} Synthea bundles (default all 55)
@@ -143,18 +144,87 @@ const benchSvcR4 = async (backend: Backend, workDir: string, packages: Packages)
 /** The server name of the rows measured with governance off. */
 const ungovernedServer = "svc, governance off"
 
+/** One of the two servers of a comparison in turn: a started svc, and the headers its pool and its load go with. */
+interface InTurnServer {
+  readonly server: string
+  readonly child: Child
+  readonly seedHeaders?: Readonly<Record<string, string>>
+  readonly loadHeaders?: Readonly<Record<string, string>>
+}
+
 /**
- * Read by id on a svc like `benchSvc`'s with governance off (no metering, no stored request log, no audit
- * trail), to compare with the default server's in the same run (docs/governance.md, "What it costs"). It runs
- * the creates first, as the default server does, so that both read from a database that went through the same.
+ * Each workload of `list` on `reference` and `candidate`, loaded in turn (inTurn.ts): each creates its own pool
+ * first. The rows are those of the server that is not the default `svc` (its figures pooled over the rounds);
+ * the shares, the candidate's rate over the reference's, carry both rates and each round's share.
  */
-const benchUngoverned = async (backend: Backend, workDir: string): Promise<Array<Measured>> => {
-  progress(`svc ${backend.kind} with governance off: starting`)
-  const child = await startSvc(backend, workDir, undefined, { name: `svc-${backend.kind}-ungoverned`, config: ungoverned })
-  const ids = await seedSvc(child.url, settings.poolSize)
-  const measured = await measureAll(child, { server: ungovernedServer, backend: backend.kind, url: child.url, ids }, [create, readById])
-  await child.stop()
-  return measured
+const compareInTurn = async (
+  backend: Backend["kind"],
+  reference: InTurnServer,
+  candidate: InTurnServer,
+  list: ReadonlyArray<Workload>,
+  target: number
+): Promise<{ readonly rows: Array<Measured>; readonly shares: Array<Share> }> => {
+  const watches = [reference, candidate].map((side) => ({ side, memory: watchMemory(side.child.pid) }))
+  try {
+    const targets: Array<Target> = []
+    for (const side of [reference, candidate]) {
+      progress(`${side.server} ${backend}: creating ${settings.poolSize} Patients`)
+      const ids = await seedSvc(side.child.url, settings.poolSize, { headers: side.seedHeaders ?? {} })
+      targets.push({ server: side.server, backend, url: side.child.url, ids, ...(side.loadHeaders === undefined ? {} : { headers: side.loadHeaders }) })
+    }
+    const rows: Array<Measured> = []
+    const shares: Array<Share> = []
+    for (const workload of list) {
+      if (isDriven(workload)) throw new Error(`${workload.name}: a driven workload cannot be loaded in turn`)
+      progress(`${candidate.server} against ${reference.server}, ${backend}: ${workload.name}, ${workload.connections} connections, ` +
+        `${inTurn.warmupSeconds} s warm-up each, then ${inTurn.rounds} rounds of ${inTurn.sliceSeconds} s on each in turn`)
+      const sides = []
+      for (const t of targets) sides.push({ url: t.url, requests: await workload.prepare(t), headers: t.headers })
+      const [referenceSide, candidateSide] = sides
+      if (referenceSide === undefined || candidateSide === undefined) throw new Error("compareInTurn: two servers expected")
+      const result = await measureInTurn(referenceSide, candidateSide, { ...inTurn, connections: workload.connections, signal: interrupted.signal })
+      for (const [side, measurement] of [[reference, result.reference], [candidate, result.candidate]] as const) {
+        if (side.server === "svc") continue
+        rows.push({ workload: workload.name, server: side.server, backend, connections: workload.connections, ...measurement, peakRssMb: undefined, target: "" })
+      }
+      shares.push({
+        workload: workload.name, backend, connections: workload.connections, share: result.share, target, inTurn: true,
+        candidateReqPerSec: result.candidate.reqPerSec, referenceReqPerSec: result.reference.reqPerSec, roundShares: result.roundShares
+      })
+    }
+    return { rows, shares }
+  } finally {
+    for (const { side, memory } of watches) {
+      serverPeakRssMb[side.child.name] = memory.lifetimePeakMb()
+      memory.stop()
+    }
+  }
+}
+
+/** Rounds of the comparisons in turn: 8 of 3 s on each server after 5 s of warm-up (4 of 1 s after 1 s with --quick). */
+const inTurn = quick ? { warmupSeconds: 1, rounds: 4, sliceSeconds: 1 } : { warmupSeconds: 5, rounds: 8, sliceSeconds: 3 }
+
+/** Shares measured in turn, by check. */
+const sharesInTurn: { governance: Array<Share>; smart: Array<Share> } = { governance: [], smart: [] }
+
+/**
+ * Read by id on a svc with governance off (no metering, no stored request log, no audit trail) and on one with
+ * its defaults, started at once on fresh databases and loaded in turn (docs/governance.md, "What it costs").
+ */
+const benchUngoverned = async (backends: readonly [Backend, Backend], workDir: string): Promise<Array<Measured>> => {
+  progress(`svc ${backends[0].kind} with governance off, and one with its defaults: starting`)
+  const off = await startSvc(backends[0], workDir, undefined, { name: `svc-${backends[0].kind}-ungoverned`, config: ungoverned })
+  const stopOff = onCleanup("stopping the svc with governance off", off.stop)
+  const on = await startSvc(backends[1], workDir, undefined, { name: `svc-${backends[1].kind}-beside-ungoverned` })
+  const stopOn = onCleanup("stopping the svc beside it", on.stop)
+  try {
+    const compared = await compareInTurn(backends[0].kind, { server: ungovernedServer, child: off }, { server: "svc", child: on }, [readById], 0.85)
+    sharesInTurn.governance.push(...compared.shares)
+    return compared.rows
+  } finally {
+    await stopOn()
+    await stopOff()
+  }
 }
 
 /**
@@ -173,29 +243,32 @@ const benchUngovernedIngest = async (backend: Backend, workDir: string, packages
 const smartServer = "svc --smart, bearer token"
 
 /**
- * Read by id and the token search on a svc like `benchSvc`'s with SMART on (docs/smart.md), every request
- * with an access token of `system/*.rs`, a whole grant that keeps the fast path (docs/smart.md, "Scopes"), to
- * compare with the server without `--smart` in the same run. The pool and the creates before the reads (run as
- * on the default server, so that both read from a database that went through the same) go with a token of
- * `system/*.cruds`.
+ * Read by id and the token search on a svc without `--smart` and one with SMART on (docs/smart.md), started at
+ * once on fresh databases and loaded in turn; every request to the second carries an access token of
+ * `system/*.rs`, a whole grant that keeps the fast path (docs/smart.md, "Scopes"). Its pool is created with a
+ * token of `system/*.cruds`.
  */
-const benchSmart = async (backend: Backend, workDir: string): Promise<Array<Measured>> => {
-  progress(`svc ${backend.kind} with SMART on: starting`)
-  const smart = await startSmartSvc(backend, workDir)
-  const writer = await smart.authorization("system/*.cruds")
-  const ids = await seedSvc(smart.child.url, settings.poolSize, { headers: writer })
-  const target = { server: smartServer, backend: backend.kind, url: smart.child.url, ids, headers: await smart.authorization("system/*.rs") }
-  const measured = await measureAll(smart.child, target, [withHeaders(create, writer), readById, searchIdentifier])
-  await smart.child.stop()
-  return measured
-}
-
-/** `workload` with `headers` on each of its requests, over the target's. */
-const withHeaders = (workload: Workload, headers: Readonly<Record<string, string>>): Workload =>
-  isDriven(workload) ? workload : {
-    ...workload,
-    prepare: async (target) => (await workload.prepare(target)).map((request) => ({ ...request, headers: { ...request.headers, ...headers } }))
+const benchSmart = async (backends: readonly [Backend, Backend], workDir: string): Promise<Array<Measured>> => {
+  progress(`svc ${backends[0].kind}, and one with SMART on: starting`)
+  const plain = await startSvc(backends[0], workDir, undefined, { name: `svc-${backends[0].kind}-beside-smart` })
+  const stopPlain = onCleanup("stopping the svc beside the SMART one", plain.stop)
+  const smart = await startSmartSvc(backends[1], workDir)
+  const stopSmart = onCleanup("stopping the svc with SMART on", smart.child.stop)
+  try {
+    const candidate = {
+      server: smartServer,
+      child: smart.child,
+      seedHeaders: await smart.authorization("system/*.cruds"),
+      loadHeaders: await smart.authorization("system/*.rs")
+    }
+    const compared = await compareInTurn(backends[0].kind, { server: "svc", child: plain }, candidate, [readById, searchIdentifier], 0.9)
+    sharesInTurn.smart.push(...compared.shares)
+    return compared.rows
+  } finally {
+    await stopSmart()
+    await stopPlain()
   }
+}
 
 interface Pair {
   readonly workload: string
@@ -203,8 +276,6 @@ interface Pair {
   readonly target: number
   readonly rate: (m: Measured) => number
 }
-
-const reqPerSec = (m: Measured) => m.reqPerSec
 
 /** The rates of `server` over those of `reference` for each pair of workload and connections, backend by backend. */
 const sharesOf = (measured: ReadonlyArray<Measured>, server: string, reference: string, pairs: ReadonlyArray<Pair>): Array<Share> => {
@@ -220,20 +291,26 @@ const sharesOf = (measured: ReadonlyArray<Measured>, server: string, reference: 
   return shares
 }
 
-/** What governance's defaults keep of the server's speed, against its targets (issue: read by id 85%, ingest 90%). */
-const governanceShares = (measured: ReadonlyArray<Measured>) =>
-  sharesOf(measured, "svc", ungovernedServer, [
-    { workload: readById.name, connections: readById.connections, target: 0.85, rate: reqPerSec },
+/**
+ * What governance's defaults keep of the server's speed, against its targets (read by id 85%, ingest 90%): read
+ * by id measured in turn, the ingest (which changes the database it measures, so cannot be sliced) on two
+ * servers one after the other.
+ */
+const governanceShares = (measured: ReadonlyArray<Measured>) => [
+  ...sharesInTurn.governance,
+  ...sharesOf(measured, "svc", ungovernedServer, [
     { workload: ingestFour.name, connections: ingestFour.connections, target: 0.9, rate: (m) => m.resourcesPerSec ?? 0 }
   ])
-
-/** What a bearer token keeps of the speed of the server without `--smart` (issue: read by id and token search, 90%). */
-const smartShares = (measured: ReadonlyArray<Measured>) =>
-  sharesOf(measured, smartServer, "svc", [readById, searchIdentifier].map((w) => ({ workload: w.name, connections: w.connections, target: 0.9, rate: reqPerSec })))
+]
 
 // Rounded down, so that a share just under its target never reads as the target.
-const describeShare = (share: Share): string =>
-  `${share.workload} on ${share.backend} ${Math.floor(100 * share.share)}% (target >= ${100 * share.target}%${share.share >= share.target ? "" : ", MISSED"})`
+const describeShare = (share: Share): string => {
+  const inTurn = share.inTurn === true && share.candidateReqPerSec !== undefined && share.referenceReqPerSec !== undefined
+    ? `, ${Math.round(share.candidateReqPerSec)} against ${Math.round(share.referenceReqPerSec)} req/s in turn, rounds ` +
+      `${Math.floor(100 * Math.min(...(share.roundShares ?? [])))}% to ${Math.floor(100 * Math.max(...(share.roundShares ?? [])))}%`
+    : ""
+  return `${share.workload} on ${share.backend} ${Math.floor(100 * share.share)}% (target >= ${100 * share.target}%${share.share >= share.target ? "" : ", MISSED"}${inTurn})`
+}
 
 /** The median of three restarts (one with --quick) on the database the Synthea workloads left: process start to `/readyz` 200. */
 const measureRestart = async (backend: Backend, workDir: string, packages: Packages): Promise<number> => {
@@ -305,8 +382,14 @@ const main = async (): Promise<void> => {
   const packages = await r4Packages()
   const measured: Array<Measured> = [...(await benchFloor(workDir))]
   measured.push(...(await benchSvc({ kind: "sqlite", file: join(workDir, "svc.sqlite") }, workDir)))
-  measured.push(...(await benchSmart({ kind: "sqlite", file: join(workDir, "svc-smart.sqlite") }, workDir)))
-  measured.push(...(await benchUngoverned({ kind: "sqlite", file: join(workDir, "svc-ungoverned.sqlite") }, workDir)))
+  measured.push(...(await benchSmart([
+    { kind: "sqlite", file: join(workDir, "svc-beside-smart.sqlite") },
+    { kind: "sqlite", file: join(workDir, "svc-smart.sqlite") }
+  ], workDir)))
+  measured.push(...(await benchUngoverned([
+    { kind: "sqlite", file: join(workDir, "svc-ungoverned.sqlite") },
+    { kind: "sqlite", file: join(workDir, "svc-beside-ungoverned.sqlite") }
+  ], workDir)))
   if (packages !== undefined) {
     const backend = await sqliteR4(join(workDir, "svc-r4.sqlite"), workDir, packages, progress)
     measured.push(...(await benchSvcR4(backend, workDir, packages)))
@@ -326,14 +409,12 @@ const main = async (): Promise<void> => {
       const drop = onCleanup("dropping the Postgres database", database.drop)
       measured.push(...(await benchSvc({ kind: "postgres", url: database.url }, workDir)))
       await drop()
-      const smartDatabase = await createBenchDatabase()
-      const dropSmart = onCleanup("dropping the Postgres database", smartDatabase.drop)
-      measured.push(...(await benchSmart({ kind: "postgres", url: smartDatabase.url }, workDir)))
-      await dropSmart()
-      const ungovernedDatabase = await createBenchDatabase()
-      const dropUngoverned = onCleanup("dropping the Postgres database", ungovernedDatabase.drop)
-      measured.push(...(await benchUngoverned({ kind: "postgres", url: ungovernedDatabase.url }, workDir)))
-      await dropUngoverned()
+      for (const bench of [benchSmart, benchUngoverned]) {
+        const databases = [await createBenchDatabase(), await createBenchDatabase()] as const
+        const drops = databases.map((d) => onCleanup("dropping the Postgres database", d.drop))
+        measured.push(...(await bench([{ kind: "postgres", url: databases[0].url }, { kind: "postgres", url: databases[1].url }], workDir)))
+        for (const drop of drops) await drop()
+      }
       if (packages !== undefined) {
         const r4Database = await postgresR4(workDir, packages, progress)
         const dropR4 = onCleanup("dropping the Postgres database", r4Database.drop)
@@ -348,7 +429,7 @@ const main = async (): Promise<void> => {
   }
 
   const governance = governanceShares(measured)
-  const smart = smartShares(measured)
+  const smart = sharesInTurn.smart
   const rows = withRatios(measured, smart)
   for (const row of rows) {
     if (row.non2xx > 0 || row.errors > 0) {
@@ -378,8 +459,8 @@ const main = async (): Promise<void> => {
   if (validation !== undefined) console.log(formatValidation(validation))
   const restarts = Object.entries(restartMs).map(([kind, ms]) => `${kind} ${(ms / 1000).toFixed(2)} s${ms <= restartTargetMs ? "" : " (MISSED)"}`)
   if (restarts.length > 0) console.log(`Restart to /readyz with the R4 packages installed (median of 3, 1 with --quick; target < ${restartTargetMs / 1000} s): ${restarts.join(", ")}`)
-  if (governance.length > 0) console.log(`Governance on (its defaults) against off, same run: ${governance.map(describeShare).join(", ")}`)
-  if (smart.length > 0) console.log(`svc --smart with a bearer token (system/*.rs) against svc without --smart, same run: ${smart.map(describeShare).join(", ")}`)
+  if (governance.length > 0) console.log(`Governance on (its defaults) against off, same run (read by id in turn): ${governance.map(describeShare).join(", ")}`)
+  if (smart.length > 0) console.log(`svc --smart with a bearer token (system/*.rs) against svc without --smart, in turn: ${smart.map(describeShare).join(", ")}`)
   for (const notice of notices) console.log(`NOTICE: ${notice}`)
   console.log(`Written: ${relative(root, file)} (${elapsedSeconds} s in all)`)
 }
