@@ -26,6 +26,7 @@ import { basePath } from "../rest/Rest.ts"
 import { parseBind } from "../config/Setting.ts"
 import { outcomeResponse } from "../http/OperationOutcome.ts"
 import * as Smart from "../auth/Smart.ts"
+import * as SubscriptionSockets from "../subscriptions/SubscriptionSockets.ts"
 import { generatedSecrets, SmartSecrets } from "../auth/SmartSecrets.ts"
 
 export const edgeOptions = (config: AppConfig): EdgeOptions => ({
@@ -77,6 +78,8 @@ export interface Started {
   readonly searchIndexed: Effect.Effect<void>
   /** The change feed of the process's commits. */
   readonly changeFeed: ChangeFeed["Type"]
+  /** The sockets bound to Subscriptions at `/ws`, which their notifications ping. */
+  readonly subscriptionSockets: SubscriptionSockets.SubscriptionSockets["Type"]
 }
 
 /** Runs the server until interrupted; fails when listening, opening or migrating fails. */
@@ -116,6 +119,9 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       for (const [path, handler] of Object.entries(smart.routes)) rootHandlers[path] = served(handler, services)
       door.install({ policies: smart.policies, listeners: [], resolve: smart.resolve, settle: smart.settle })
     }
+    // The websocket channel of Subscriptions, at /ws (src/subscriptions/SubscriptionSockets.ts).
+    const sockets = yield* Layer.buildWithScope(SubscriptionSockets.layer.pipe(Layer.provide(Layer.succeedContext(services))), databaseScope)
+    rootHandlers["/ws"] = served(SubscriptionSockets.handler, sockets)
     const app = routeByPrefix(fhir.pipe(Effect.provide(services)), rootHandlers)
 
     // A full garbage collection when the server falls idle, so that memory an ingest grew goes back.
@@ -149,6 +155,11 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       yield* installFastRead(fast, options, databaseScope).pipe(Effect.provide(services))
     }
     yield* Effect.logInfo("serving", { database: config.database.kind })
-    const started: Started = { address, searchIndexed: Context.get(services, CatalogReload).settled, changeFeed: Context.get(services, ChangeFeed) }
+    const started: Started = {
+      address,
+      searchIndexed: Context.get(services, CatalogReload).settled,
+      changeFeed: Context.get(services, ChangeFeed),
+      subscriptionSockets: Context.get(sockets, SubscriptionSockets.SubscriptionSockets)
+    }
     return started
   })

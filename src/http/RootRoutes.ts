@@ -49,7 +49,8 @@ const allowHeader = (methods: ReadonlyArray<string>): string =>
 
 /**
  * The table. Methods are those the interface gives, or else the standard it names: GraphQL over GET and
- * POST (https://hl7.org/fhir/R4/graphql.html), `/sync` a WebSocket (its handshake is a GET), the discovery
+ * POST (https://hl7.org/fhir/R4/graphql.html), `/sync` and `/ws` (the websocket channel of Subscriptions,
+ * https://hl7.org/fhir/R4/subscription.html) WebSockets (a handshake is a GET), the discovery
  * documents GET (SMART App Launch 2.2, OpenID Connect Discovery), `DELETE /export/{job}` the cancel of Bulk
  * Data 2.0. The interface leaves the paths and methods of the authorization server open; ARCHITECTURE
  * names its paths, and their methods come with it.
@@ -60,6 +61,7 @@ export const rootRoutes: ReadonlyArray<RootRoute> = [
   { path: "/_audit", methods: ["GET"], handler: notBuilt },
   { path: "/_audit/verify", methods: ["GET"], handler: notBuilt },
   { path: "/sync", methods: ["GET"], handler: notBuilt },
+  { path: "/ws", methods: ["GET"], handler: notBuilt },
   { path: "/graphql", methods: ["GET", "POST"], handler: notBuilt },
   { path: "/export/{job}", methods: ["GET", "DELETE"], handler: notBuilt },
   { path: "/export/{job}/file", methods: ["GET"], handler: notBuilt },

@@ -18,6 +18,7 @@ import { servingAppLayer } from "../../src/http/Server.ts"
 import * as Log from "../../src/logging/Log.ts"
 import type { DatabaseOptions } from "../../src/db/Database.ts"
 import type { ChangeFeed } from "../../src/db/ChangeFeed.ts"
+import type { SubscriptionSockets } from "../../src/subscriptions/SubscriptionSockets.ts"
 import { type BackendKind, freshDatabase } from "./backends.ts"
 import { templateFor } from "./r4Template.ts"
 
@@ -35,6 +36,8 @@ export interface TestServer {
   readonly searchIndexed: Effect.Effect<void>
   /** The server's change feed. */
   readonly changeFeed: ChangeFeed["Type"]
+  /** The server's sockets bound to Subscriptions at `/ws` (what delivery pings). */
+  readonly subscriptionSockets: SubscriptionSockets["Type"]
 }
 
 /** Starts a server on a fresh database of `kind`; it stops when the scope closes. */
@@ -86,10 +89,10 @@ export const startServerOn = <O extends AppInput = never>(
     const lines: Array<string> = []
     const runtime = Layer.mergeAll(Log.layer("warning"), readinessLayer, servingAppLayer).pipe(Layer.provideMerge(Log.memorySink(lines)))
     const context = yield* Layer.build(runtime)
-    const { address, searchIndexed, changeFeed } = yield* start(loaded.config, inputs).pipe(Effect.provide(context))
+    const { address, searchIndexed, changeFeed, subscriptionSockets } = yield* start(loaded.config, inputs).pipe(Effect.provide(context))
     const port = address._tag === "TcpAddress" ? address.port : 0
     const url = `http://127.0.0.1:${port}`
-    return { url, base: `${url}/fhir`, lines, searchIndexed, changeFeed }
+    return { url, base: `${url}/fhir`, lines, searchIndexed, changeFeed, subscriptionSockets }
   })
 
 export interface Reply {
