@@ -26,6 +26,7 @@ import { basePath } from "../rest/Rest.ts"
 import { parseBind } from "../config/Setting.ts"
 import { outcomeResponse } from "../http/OperationOutcome.ts"
 import * as Smart from "../auth/Smart.ts"
+import * as Subscriptions from "../subscriptions/Subscriptions.ts"
 import * as SubscriptionSockets from "../subscriptions/SubscriptionSockets.ts"
 import { generatedSecrets, SmartSecrets } from "../auth/SmartSecrets.ts"
 
@@ -80,6 +81,8 @@ export interface Started {
   readonly changeFeed: ChangeFeed["Type"]
   /** The sockets bound to Subscriptions at `/ws`, which their notifications ping. */
   readonly subscriptionSockets: SubscriptionSockets.SubscriptionSockets["Type"]
+  /** Waits until every commit published so far has been matched against the Subscriptions. */
+  readonly subscriptionsSettled: Effect.Effect<void>
 }
 
 /** Runs the server until interrupted; fails when listening, opening or migrating fails. */
@@ -119,9 +122,16 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       for (const [path, handler] of Object.entries(smart.routes)) rootHandlers[path] = served(handler, services)
       door.install({ policies: smart.policies, listeners: [], resolve: smart.resolve, settle: smart.settle })
     }
-    // The websocket channel of Subscriptions, at /ws (src/subscriptions/SubscriptionSockets.ts).
-    const sockets = yield* Layer.buildWithScope(SubscriptionSockets.layer.pipe(Layer.provide(Layer.succeedContext(services))), databaseScope)
-    rootHandlers["/ws"] = served(SubscriptionSockets.handler, sockets)
+    // Subscriptions follow the change feed from here on; their sockets are served at /ws (docs/subscriptions.md).
+    const subscribing = yield* Layer.buildWithScope(
+      Layer.provideMerge(
+        Subscriptions.layer({ base: `${(config.server.public_url ?? listenUrl(address)).replace(/\/+$/, "")}${basePath}` }),
+        SubscriptionSockets.layer
+      ).pipe(Layer.provide(Layer.succeedContext(services))),
+      databaseScope
+    )
+    const subscriptions = Context.get(subscribing, Subscriptions.Subscriptions)
+    rootHandlers["/ws"] = served(SubscriptionSockets.handler, subscribing)
     const app = routeByPrefix(fhir.pipe(Effect.provide(services)), rootHandlers)
 
     // A full garbage collection when the server falls idle, so that memory an ingest grew goes back.
@@ -159,7 +169,8 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       address,
       searchIndexed: Context.get(services, CatalogReload).settled,
       changeFeed: Context.get(services, ChangeFeed),
-      subscriptionSockets: Context.get(sockets, SubscriptionSockets.SubscriptionSockets)
+      subscriptionSockets: Context.get(subscribing, SubscriptionSockets.SubscriptionSockets),
+      subscriptionsSettled: subscriptions.settled
     }
     return started
   })

@@ -56,6 +56,19 @@ const narrative = {
   div: "<div xmlns=\"http://www.w3.org/1999/xhtml\"><p>svc FHIR R4 server: the resource types, interactions, search parameters and operations it serves.</p></div>"
 }
 
+/** R4's extension naming the websocket URL of Subscriptions (https://hl7.org/fhir/R4/extension-capabilitystatement-websocket.html). */
+export const websocketExtension = "http://hl7.org/fhir/StructureDefinition/capabilitystatement-websocket"
+
+/** The `/ws` URL of a server whose FHIR base is `base` (`https://host/fhir` → `wss://host/ws`). */
+export const websocketUrl = (base: string): string => {
+  const url = new URL(base)
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:"
+  url.pathname = url.pathname.replace(/\/fhir\/?$/, "").replace(/\/+$/, "") + "/ws"
+  url.search = ""
+  url.hash = ""
+  return url.toString()
+}
+
 /** The CapabilityStatement of this server for `catalog`, as JSON. */
 export const capabilityStatement = (catalog: Catalog, options: { readonly base: string | undefined; readonly updateAsCreate: boolean; readonly date: string; readonly operationsOn: OperationsOn }) => {
   const hasTargets = referencedTypes(catalog)
@@ -75,6 +88,8 @@ export const capabilityStatement = (catalog: Catalog, options: { readonly base: 
     patchFormat: ["application/json-patch+json", "application/fhir+json"],
     rest: [{
       mode: "server",
+      // Where the websocket channel of Subscriptions is served (docs/subscriptions.md), known from the public URL too.
+      ...(options.base === undefined ? {} : { extension: [{ url: websocketExtension, valueUri: websocketUrl(options.base) }] }),
       documentation: searchDocumentation,
       resource: catalog.resourceTypes.map((type) => {
         const referenced = hasTargets.has(type)

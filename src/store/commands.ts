@@ -14,6 +14,8 @@ import type { CommitContext } from "../db/Writer.ts"
 import { WriteBatch } from "../db/WriteBatch.ts"
 import { bodyMatches, knownType, validId } from "./checks.ts"
 import { fail, type FhirError, invalidResource } from "../http/FhirError.ts"
+import { subscriptionProblem } from "../subscriptions/criteria.ts"
+import { recordGrant } from "../subscriptions/grants.ts"
 import { isValid, type ValidateOptions, validateForWriteSteps, type WriteValidation } from "../validation/Validator.ts"
 import type { ReferenceCheck } from "../validation/referencePolicy.ts"
 import type { PatchProblem } from "./PatchProblem.ts"
@@ -126,6 +128,9 @@ const validated = (env: CommandEnv, type: string, id: string, resource: Record<s
   Effect.suspend(() => {
     const tooLarge = bundleEntries((env.limits ?? defaultWriteLimits).maxBundleEntries, type, resource)
     if (tooLarge) return Effect.fail(tooLarge)
+    // A Subscription the server could never act on is refused, not stored to be silently never matched.
+    const unusable = type === "Subscription" ? subscriptionProblem(env.catalog, resource) : undefined
+    if (unusable) return Effect.fail(unusable)
     const ahead = env.prevalidated?.get(resource)
     if (ahead !== undefined && ahead.id === id) return outcome(env, type, id, ahead.validation, false)
     return Effect.flatMap(paced(env.pacer, validateForWriteSteps({ ...resource, id }, env.catalog, env.validation)), (validation) =>
@@ -153,6 +158,7 @@ const store = (env: CommandEnv, type: string, id: string, resource: Record<strin
     yield* validated(env, type, id, resource)
     const stored = yield* putVersion(env.sql, { type, id, resource, commitTs: env.commit.commitTs, patched }, env.writes)
     yield* writeIndex(env.sql, stored.rkey, type, stored.version, yield* indexRows(env, type, id, stored.resource), env.writes)
+    if (type === "Subscription") yield* recordGrant(env.sql, id, env.access?.principal)
     return stored
   })
 

@@ -15,6 +15,8 @@ export interface Received {
   /** Names and values in the order sent, names as sent. */
   readonly rawHeaders: ReadonlyArray<readonly [string, string]>
   readonly body: string
+  /** When it arrived, by the clock the receiver was given (the TestClock's time in a test on it), else `Date.now()`. */
+  readonly at: number
 }
 
 /** How to answer a request: a status (and headers), or `hang` to never answer. */
@@ -36,12 +38,15 @@ export interface Receiver {
 /** Starts a receiver answering `answer` (default 200). */
 export const startReceiver = (answer: Answer | ((received: Received, count: number) => Answer) = { status: 200 }): Effect.Effect<Receiver, never, Scope.Scope> =>
   Effect.gen(function*() {
+    // The fiber's clock: a test on the TestClock reads its time when each request arrives.
+    const clock = yield* Effect.clock
     const queue = yield* Queue.unbounded<Received>()
     const received: Array<Received> = []
     const hanging = new Set<ServerResponse>()
     let abandoned = 0
     let current = answer
     const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+      const at = clock.unsafeCurrentTimeMillis()
       const chunks: Array<Buffer> = []
       request.on("data", (chunk: Buffer) => chunks.push(chunk))
       request.on("end", () => {
@@ -52,7 +57,7 @@ export const startReceiver = (answer: Answer | ((received: Received, count: numb
           const key = name.toLowerCase()
           headers[key] = headers[key] === undefined ? value : `${headers[key]}, ${value}`
         }
-        const one: Received = { method: request.method ?? "", path: request.url ?? "", headers, rawHeaders, body: Buffer.concat(chunks).toString("utf8") }
+        const one: Received = { method: request.method ?? "", path: request.url ?? "", headers, rawHeaders, body: Buffer.concat(chunks).toString("utf8"), at }
         received.push(one)
         const reply = typeof current === "function" ? current(one, received.length) : current
         queue.unsafeOffer(one)

@@ -38,6 +38,8 @@ export interface TestServer {
   readonly changeFeed: ChangeFeed["Type"]
   /** The server's sockets bound to Subscriptions at `/ws` (what delivery pings). */
   readonly subscriptionSockets: SubscriptionSockets["Type"]
+  /** Waits until every commit so far has been matched against the Subscriptions (their notifications queued). */
+  readonly subscriptionsSettled: Effect.Effect<void>
 }
 
 /** Starts a server on a fresh database of `kind`; it stops when the scope closes. */
@@ -89,10 +91,10 @@ export const startServerOn = <O extends AppInput = never>(
     const lines: Array<string> = []
     const runtime = Layer.mergeAll(Log.layer("warning"), readinessLayer, servingAppLayer).pipe(Layer.provideMerge(Log.memorySink(lines)))
     const context = yield* Layer.build(runtime)
-    const { address, searchIndexed, changeFeed, subscriptionSockets } = yield* start(loaded.config, inputs).pipe(Effect.provide(context))
+    const { address, searchIndexed, changeFeed, subscriptionSockets, subscriptionsSettled } = yield* start(loaded.config, inputs).pipe(Effect.provide(context))
     const port = address._tag === "TcpAddress" ? address.port : 0
     const url = `http://127.0.0.1:${port}`
-    return { url, base: `${url}/fhir`, lines, searchIndexed, changeFeed, subscriptionSockets }
+    return { url, base: `${url}/fhir`, lines, searchIndexed, changeFeed, subscriptionSockets, subscriptionsSettled }
   })
 
 export interface Reply {

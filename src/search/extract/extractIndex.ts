@@ -91,6 +91,22 @@ export const extractIndexReport = (
   return finish(state, catalog)
 }
 
+/**
+ * The rows of only the parameters whose codes `codes` holds (no compartment rows): what a Subscription's index
+ * of token and reference values needs of a change (src/subscriptions/criteriaIndex.ts), at a fraction of the cost
+ * of every parameter.
+ */
+export const extractParameters = (
+  resource: Readonly<Record<string, unknown>>,
+  catalog: Catalog,
+  codes: { readonly has: (code: string) => boolean }
+): ReadonlyArray<IndexRow> => {
+  const state = start(resource, catalog, "compiled")
+  if (state === undefined) return []
+  for (const parameter of state.plan.parameters) if (codes.has(parameter.param.code)) extractParameter(state, parameter)
+  return state.rows
+}
+
 /** A resource with more index rows than a write takes (`server.max_index_rows`): `rows` is how many were counted before stopping. */
 export class TooManyIndexRows {
   readonly _tag = "TooManyIndexRows"
