@@ -51,6 +51,11 @@ export interface Report {
   readonly governance?: ReadonlyArray<Share>
   /** Read by id and the token search with a bearer token under `--smart`, as a share of the same without `--smart` (same run). */
   readonly smart?: ReadonlyArray<Share>
+  /** The ingest with 10,000 Subscriptions that match nothing as a share of the same without (in turn), and the notification latency by backend. */
+  readonly subscriptions?: {
+    readonly ingest: ReadonlyArray<Share>
+    readonly notificationLatency: Readonly<Record<string, { readonly count: number; readonly medianMs: number; readonly p99Ms: number }>>
+  }
 }
 
 /** One workload's rate on a server as a share of its rate on the server it is compared with, in the same run. */

@@ -20,7 +20,8 @@ import { postgresR4, sqliteR4 } from "./template.ts"
 import { formatTable, type Report, type Row, type Share, writeJson } from "./report.ts"
 import { seedFloor, seedSvc } from "./seed.ts"
 import { startSmartSvc } from "./smart.ts"
-import { syntheaMissing } from "./ingest.ts"
+import { createSubscriptions, ingestInTurn, type Latency, notificationLatency, startBenchReceiver, subscriptionCount } from "./subscriptions.ts"
+import { loadSynthea, syntheaMissing } from "./ingest.ts"
 import { type Backend, npmRegistry, type Packages, root, startFloor, startSvc, ungoverned } from "./servers.ts"
 import { formatValidation, measureValidation } from "./validation.ts"
 import { describeGoal, type DrivenWorkload, ingestFour, ingestOne, isDriven, type LoadWorkload, onSynthea, quickBundles, readById, searchIdentifier, type Target, type Workload, workloads } from "./suite.ts"
@@ -205,7 +206,7 @@ const compareInTurn = async (
 const inTurn = quick ? { warmupSeconds: 1, rounds: 4, sliceSeconds: 1 } : { warmupSeconds: 5, rounds: 8, sliceSeconds: 3 }
 
 /** Shares measured in turn, by check. */
-const sharesInTurn: { governance: Array<Share>; smart: Array<Share> } = { governance: [], smart: [] }
+const sharesInTurn: { governance: Array<Share>; smart: Array<Share>; subscriptions: Array<Share> } = { governance: [], smart: [], subscriptions: [] }
 
 /**
  * Read by id on a svc with governance off (no metering, no stored request log, no audit trail) and on one with
@@ -267,6 +268,50 @@ const benchSmart = async (backends: readonly [Backend, Backend], workDir: string
   } finally {
     await stopSmart()
     await stopPlain()
+  }
+}
+
+/** The server name of the rows measured with 10,000 Subscriptions that match nothing. */
+const subscribedServer = "svc, 10,000 Subscriptions"
+
+/** Notification latency by backend. */
+const latencies: Record<string, Latency> = {}
+
+/**
+ * The Synthea ingest (4 clients) on a svc with 10,000 active Subscriptions that match nothing and on one without,
+ * started at once on copies of the R4 template and fed the bundles in turn (subscriptions.ts); then the latency
+ * from commit to a receiver on loopback, on the svc with the Subscriptions.
+ */
+const benchSubscriptions = async (backends: readonly [Backend, Backend], workDir: string, packages: Packages): Promise<Array<Measured>> => {
+  const kind = backends[0].kind
+  progress(`svc ${kind} with the real R4 packages, and one with ${subscriptionCount} Subscriptions: starting`)
+  const receiver = await startBenchReceiver()
+  const closeReceiver = onCleanup("closing the notification receiver", receiver.close)
+  const plain = await startSvc(backends[0], workDir, packages, { name: `svc-${kind}-r4-beside-subscriptions` })
+  const stopPlain = onCleanup("stopping the svc beside the subscribed one", plain.stop)
+  const subscribed = await startSvc(backends[1], workDir, packages, { name: `svc-${kind}-r4-subscriptions` })
+  const stopSubscribed = onCleanup("stopping the svc with Subscriptions", subscribed.stop)
+  try {
+    progress(`${subscribedServer} ${kind}: creating the Subscriptions`)
+    await createSubscriptions(subscribed.url, subscriptionCount, `${receiver.url}/never`)
+    const bundles = loadSynthea(settings.syntheaBundles)
+    const warmUp = bundles.slice(0, quick ? 1 : 5)
+    progress(`${subscribedServer} against svc, ${kind}: ingest, 4 connections, ${bundles.length} Synthea bundles in turn after ${warmUp.length} each`)
+    await ingestInTurn(plain.url, subscribed.url, warmUp, { chunk: warmUp.length, connections: 1, signal: interrupted.signal })
+    const result = await ingestInTurn(plain.url, subscribed.url, bundles.slice(warmUp.length), { chunk: quick ? 1 : 5, connections: 4, signal: interrupted.signal })
+    if (receiver.arrivals.length > 0) notices.push(`${receiver.arrivals.length} notifications reached the Subscriptions that should match nothing on ${kind}`)
+    const count = quick ? 50 : 200
+    progress(`${subscribedServer} ${kind}: notification latency over ${count} creates, one at a time`)
+    latencies[kind] = await notificationLatency(subscribed.url, receiver, count, interrupted.signal)
+    sharesInTurn.subscriptions.push({
+      workload: ingestFour.name, backend: kind, connections: 4, share: result.share, target: 0.9, inTurn: true,
+      candidateReqPerSec: result.candidate.resourcesPerSec ?? 0, referenceReqPerSec: result.reference.resourcesPerSec ?? 0, roundShares: result.roundShares
+    })
+    return [{ workload: ingestFour.name, server: subscribedServer, backend: kind, connections: 4, ...result.candidate, peakRssMb: undefined, target: "" }]
+  } finally {
+    await stopSubscribed()
+    await stopPlain()
+    await closeReceiver()
   }
 }
 
@@ -395,6 +440,10 @@ const main = async (): Promise<void> => {
     measured.push(...(await benchSvcR4(backend, workDir, packages)))
     const ungovernedBackend = await sqliteR4(join(workDir, "svc-r4-ungoverned.sqlite"), workDir, packages, progress)
     measured.push(...(await benchUngovernedIngest(ungovernedBackend, workDir, packages)))
+    measured.push(...(await benchSubscriptions([
+      await sqliteR4(join(workDir, "svc-r4-beside-subscriptions.sqlite"), workDir, packages, progress),
+      await sqliteR4(join(workDir, "svc-r4-subscriptions.sqlite"), workDir, packages, progress)
+    ], workDir, packages)))
   }
 
   if (flags["sqlite-only"]) {
@@ -424,6 +473,13 @@ const main = async (): Promise<void> => {
         const dropUngovernedR4 = onCleanup("dropping the Postgres database", ungovernedR4.drop)
         measured.push(...(await benchUngovernedIngest(ungovernedR4.backend, workDir, packages)))
         await dropUngovernedR4()
+        const besideSubscriptions = await postgresR4(workDir, packages, progress)
+        const dropBeside = onCleanup("dropping the Postgres database", besideSubscriptions.drop)
+        const withSubscriptions = await postgresR4(workDir, packages, progress)
+        const dropWith = onCleanup("dropping the Postgres database", withSubscriptions.drop)
+        measured.push(...(await benchSubscriptions([besideSubscriptions.backend, withSubscriptions.backend], workDir, packages)))
+        await dropWith()
+        await dropBeside()
       }
     }
   }
@@ -442,7 +498,8 @@ const main = async (): Promise<void> => {
   const elapsedSeconds = Math.round((performance.now() - startedAtMs) / 1000)
   const report: Report = {
     startedAt, elapsedSeconds, loadAverageAtStart, quick, settings, workloads: described, rows, serverPeakRssMb,
-    serverRssAfterRunMb, rssAfterRunTargetMb, notices, validation, restartMs, governance, smart
+    serverRssAfterRunMb, rssAfterRunTargetMb, notices, validation, restartMs, governance, smart,
+    subscriptions: { ingest: sharesInTurn.subscriptions, notificationLatency: latencies }
   }
   const file = writeJson(report)
 
@@ -461,6 +518,11 @@ const main = async (): Promise<void> => {
   if (restarts.length > 0) console.log(`Restart to /readyz with the R4 packages installed (median of 3, 1 with --quick; target < ${restartTargetMs / 1000} s): ${restarts.join(", ")}`)
   if (governance.length > 0) console.log(`Governance on (its defaults) against off, same run (read by id in turn): ${governance.map(describeShare).join(", ")}`)
   if (smart.length > 0) console.log(`svc --smart with a bearer token (system/*.rs) against svc without --smart, in turn: ${smart.map(describeShare).join(", ")}`)
+  if (sharesInTurn.subscriptions.length > 0) {
+    console.log(`Ingest with ${subscriptionCount} Subscriptions that match nothing against none, in turn: ${sharesInTurn.subscriptions.map(describeShare).join(", ")}`)
+  }
+  const latencyLines = Object.entries(latencies).map(([kind, l]) => `${kind} median ${l.medianMs.toFixed(1)} ms, p99 ${l.p99Ms.toFixed(1)} ms (${l.count} notifications)`)
+  if (latencyLines.length > 0) console.log(`Notification latency, commit to a receiver on loopback: ${latencyLines.join("; ")}`)
   for (const notice of notices) console.log(`NOTICE: ${notice}`)
   console.log(`Written: ${relative(root, file)} (${elapsedSeconds} s in all)`)
 }
