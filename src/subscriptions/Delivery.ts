@@ -27,13 +27,12 @@ export interface Target {
   readonly channelType: string | undefined
   readonly endpoint: string | undefined
   readonly header: unknown
-  readonly contentType: string | undefined
 }
 
 /** What delivery needs of the rest of the service. */
 export interface DeliveryServices {
-  /** The Subscription as it now stands; undefined when it is deleted (or no longer a Subscription to deliver). */
-  readonly read: (id: string) => Effect.Effect<Target | undefined>
+  /** The Subscription as it now stands; undefined when it is deleted; `unreadable` when the database could not be read. */
+  readonly read: (id: string) => Effect.Effect<Target | undefined | "unreadable">
   /** Sets `status` (and `error`, or clears it) by an ordinary update, unless the Subscription is `off` or gone. */
   readonly setStatus: (id: string, status: "active" | "error", error: string | undefined) => Effect.Effect<void>
   /** Sends `ping <id>` on the socket bound to the id; false when none is. */
@@ -60,6 +59,7 @@ export const deliver = (id: string, notification: Notification, services: Delive
       if (attempt > 1) yield* Effect.sleep(retrySpacing)
       const target = yield* services.read(id)
       const outcome: Outcome = yield* Effect.suspend((): Effect.Effect<Outcome> => {
+        if (target === "unreadable") return Effect.succeed({ _tag: "Failed", reason: "the Subscription could not be read from the database" })
         if (target === undefined) return Effect.succeed({ _tag: "Dropped", why: "the Subscription was deleted" })
         if (target.status === "off") return Effect.succeed({ _tag: "Dropped", why: "the Subscription is off" })
         if (target.channelType === "websocket") return Effect.as(services.ping(id), { _tag: "Delivered" })
@@ -97,7 +97,7 @@ export const deliver = (id: string, notification: Notification, services: Delive
       })
       switch (outcome._tag) {
         case "Delivered":
-          if (target?.status === "error") yield* services.setStatus(id, "active", undefined)
+          if (target !== "unreadable" && target?.status === "error") yield* services.setStatus(id, "active", undefined)
           return
         case "Dropped":
           yield* Effect.logDebug("a Subscription notification was dropped", { subscription: id, why: outcome.why })

@@ -61,8 +61,7 @@ const targetOf = (text: string): Target => {
     status: typeof resource["status"] === "string" ? resource["status"] : "",
     channelType: typeof channel["type"] === "string" ? channel["type"] : undefined,
     endpoint: typeof channel["endpoint"] === "string" ? channel["endpoint"] : undefined,
-    header: channel["header"],
-    contentType: typeof channel["payload"] === "string" ? channel["payload"] : undefined
+    header: channel["header"]
   }
 }
 
@@ -106,8 +105,8 @@ export const make = (options: SubscriptionsOptions): Effect.Effect<Subscriptions
       read: (id) =>
         db.withReader((sql) => readCurrent(sql, "Subscription", id)).pipe(
           Effect.map((row) => (row === undefined || row.content === null ? undefined : targetOf(row.content))),
-          // A read that fails counts as a failed attempt's cause: the Subscription is taken as it was.
-          Effect.catchAll(() => Effect.succeed<Target | undefined>({ status: "error", channelType: undefined, endpoint: undefined, header: undefined, contentType: undefined }))
+          // A read that fails is a failed attempt, tried again after the spacing like any other.
+          Effect.catchAll((error) => Effect.as(Effect.logWarning("a Subscription could not be read for its delivery", { subscription: id }, error), "unreadable" as const))
         ),
       setStatus,
       ping: sockets.ping
