@@ -296,7 +296,7 @@ const benchSubscriptions = async (backends: readonly [Backend, Backend], workDir
     await createSubscriptions(subscribed.url, subscriptionCount, `${receiver.url}/never`)
     const bundles = loadSynthea(settings.syntheaBundles)
     const warmUp = bundles.slice(0, quick ? 1 : 5)
-    progress(`${subscribedServer} against svc, ${kind}: ingest, 4 connections, ${bundles.length} Synthea bundles in turn after ${warmUp.length} each`)
+    progress(`${subscribedServer} against svc, ${kind}: ingest, 4 connections, ${bundles.length - warmUp.length} Synthea bundles in turn after ${warmUp.length} each`)
     await ingestInTurn(plain.url, subscribed.url, warmUp, { chunk: warmUp.length, connections: 1, signal: interrupted.signal })
     const result = await ingestInTurn(plain.url, subscribed.url, bundles.slice(warmUp.length), { chunk: quick ? 1 : 5, connections: 4, signal: interrupted.signal })
     if (receiver.arrivals.length > 0) notices.push(`${receiver.arrivals.length} notifications reached the Subscriptions that should match nothing on ${kind}`)
