@@ -28,6 +28,8 @@ import { outcomeResponse } from "../http/OperationOutcome.ts"
 import * as Smart from "../auth/Smart.ts"
 import * as Subscriptions from "../subscriptions/Subscriptions.ts"
 import * as SubscriptionSockets from "../subscriptions/SubscriptionSockets.ts"
+import * as SyncEngine from "../sync/engine.ts"
+import { LiveQueries } from "../sync/LiveQueries.ts"
 import { generatedSecrets, SmartSecrets } from "../auth/SmartSecrets.ts"
 
 export const edgeOptions = (config: AppConfig): EdgeOptions => ({
@@ -83,6 +85,8 @@ export interface Started {
   readonly subscriptionSockets: SubscriptionSockets.SubscriptionSockets["Type"]
   /** Waits until every commit published so far has been matched against the Subscriptions. */
   readonly subscriptionsSettled: Effect.Effect<void>
+  /** The live-query engine of `/sync`. */
+  readonly liveQueries: LiveQueries["Type"]
 }
 
 /** Runs the server until interrupted; fails when listening, opening or migrating fails. */
@@ -132,6 +136,8 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
     )
     const subscriptions = Context.get(subscribing, Subscriptions.Subscriptions)
     rootHandlers["/ws"] = served(SubscriptionSockets.handler, subscribing)
+    // Live queries follow the change feed from here on (docs/sync.md).
+    const live = yield* Layer.buildWithScope(SyncEngine.layer.pipe(Layer.provide(Layer.succeedContext(services))), databaseScope)
     const app = routeByPrefix(fhir.pipe(Effect.provide(services)), rootHandlers)
 
     // A full garbage collection when the server falls idle, so that memory an ingest grew goes back.
@@ -170,7 +176,8 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       searchIndexed: Context.get(services, CatalogReload).settled,
       changeFeed: Context.get(services, ChangeFeed),
       subscriptionSockets: Context.get(subscribing, SubscriptionSockets.SubscriptionSockets),
-      subscriptionsSettled: subscriptions.settled
+      subscriptionsSettled: subscriptions.settled,
+      liveQueries: Context.get(live, LiveQueries)
     }
     return started
   })

@@ -31,4 +31,6 @@ export class LiveQueries extends Context.Tag("svc/sync/LiveQueries")<LiveQueries
   readonly held: (connection: SyncConnection) => number
   /** The commit timestamp up to which every commit has been taken into the results (for heartbeats). */
   readonly handled: Effect.Effect<number>
+  /** How many times a commit has woken a live query (searched it again) since start: what relevance saves shows here. */
+  readonly woken: Effect.Effect<number>
 }>() {}

@@ -18,6 +18,7 @@ import { servingAppLayer } from "../../src/http/Server.ts"
 import * as Log from "../../src/logging/Log.ts"
 import type { DatabaseOptions } from "../../src/db/Database.ts"
 import type { ChangeFeed } from "../../src/db/ChangeFeed.ts"
+import type { LiveQueries } from "../../src/sync/LiveQueries.ts"
 import type { SubscriptionSockets } from "../../src/subscriptions/SubscriptionSockets.ts"
 import { type BackendKind, freshDatabase } from "./backends.ts"
 import { templateFor } from "./r4Template.ts"
@@ -40,6 +41,8 @@ export interface TestServer {
   readonly subscriptionSockets: SubscriptionSockets["Type"]
   /** Waits until every commit so far has been matched against the Subscriptions (their notifications queued). */
   readonly subscriptionsSettled: Effect.Effect<void>
+  /** The live-query engine of `/sync`. */
+  readonly liveQueries: LiveQueries["Type"]
 }
 
 /** Starts a server on a fresh database of `kind`; it stops when the scope closes. */
@@ -91,10 +94,10 @@ export const startServerOn = <O extends AppInput = never>(
     const lines: Array<string> = []
     const runtime = Layer.mergeAll(Log.layer("warning"), readinessLayer, servingAppLayer).pipe(Layer.provideMerge(Log.memorySink(lines)))
     const context = yield* Layer.build(runtime)
-    const { address, searchIndexed, changeFeed, subscriptionSockets, subscriptionsSettled } = yield* start(loaded.config, inputs).pipe(Effect.provide(context))
+    const { address, searchIndexed, changeFeed, subscriptionSockets, subscriptionsSettled, liveQueries } = yield* start(loaded.config, inputs).pipe(Effect.provide(context))
     const port = address._tag === "TcpAddress" ? address.port : 0
     const url = `http://127.0.0.1:${port}`
-    return { url, base: `${url}/fhir`, lines, searchIndexed, changeFeed, subscriptionSockets, subscriptionsSettled }
+    return { url, base: `${url}/fhir`, lines, searchIndexed, changeFeed, subscriptionSockets, subscriptionsSettled, liveQueries }
   })
 
 export interface Reply {
