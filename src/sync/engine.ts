@@ -5,8 +5,7 @@
  * names for a created or updated resource), searches each again as its caller would, and sends each connection
  * one `changes` message with what entered, changed and left each of its affected queries.
  *
- * Not built yet (docs/sync.md says them): resume from `since`, the `auth` message and token expiry, the `sync`
- * cost of a subscribe.
+ * Not built yet (docs/sync.md says them): the `auth` message and token expiry, the `sync` cost of a subscribe.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Chunk, Clock, Effect, Either, Layer, SubscriptionRef } from "effect"
@@ -30,6 +29,9 @@ import type { QueryChanges } from "./protocol.ts"
 /** A live result holds at most this many resources (`_count` above it is read as it); 100 without `_count`. */
 export const maxResult = 1000
 export const defaultResult = 100
+
+/** A resume reads at most this many written resources from the log; more, and the query gets a whole result. */
+export const resumeLimit = 10_000
 
 /** Result parameters a live query does not take: a live result is whole resources, the matches only, from the first. */
 const refusedParameters: ReadonlySet<string> = new Set(["_include", "_revinclude", "_total", "_summary", "_elements", "_offset", "_cursor", "_contained", "_containedType"])
@@ -116,6 +118,9 @@ export const make = Effect.gen(function*() {
   let nextKey = 0
   let wokenCount = 0
   const handled = yield* SubscriptionRef.make(yield* feed.published)
+  // A query is searched and held, and a commit taken in, one at a time: a commit the first search did not see is
+  // taken in after the query is held, so none falls between the two.
+  const lock = yield* Effect.makeSemaphore(1)
 
   /** The query's page as its caller would search it now. */
   const searchPage = (live: Pick<Live, "query" | "access">, catalog: Catalog) =>
@@ -179,7 +184,36 @@ export const make = Effect.gen(function*() {
           total: page.order.length
         })))
 
-  const subscribe = (connection: SyncConnection, id: string, text: string) =>
+  /**
+   * A resumed query (`since`): what its result missed, from the change log. The resources of the query's types
+   * written after `since` are read from the log; those in the result now are sent as `entered` (a client treats
+   * entered and changed alike, as the resource to keep), the others as `left`. That is exact when the result is
+   * not a full page: a resource that left it without a write of its own could only have been pushed off a full
+   * page. A full page, or more writes since then than `resumeLimit`, gets a whole `result` instead.
+   */
+  const resume = (live: Live, page: Page, since: number) =>
+    Effect.gen(function*() {
+      const commitTs = yield* SubscriptionRef.get(handled)
+      const types = typeof live.query.scope === "string" ? [live.query.scope] : [...(live.query.scope.types ?? [])]
+      const count = Number(live.query.params.get("_count") ?? defaultResult)
+      const written = page.order.length >= count || since < 0
+        ? undefined
+        : yield* db.withReader((sql) =>
+          sql<{ readonly type: string; readonly id: string }>`
+            SELECT DISTINCT r.type, r.id FROM resource_versions v JOIN resources r ON r.rkey = v.rkey
+            WHERE v.commit_ts > ${since} AND ${sql.in("r.type", types)}
+            LIMIT ${resumeLimit + 1}`).pipe(Effect.orDie)
+      if (written === undefined || written.length > resumeLimit) return yield* sendResult(live, page)
+      const refs = written.map((row) => `${row.type}/${row.id}`)
+      const entered = refs.filter((ref) => page.rows.has(ref)).map((ref) => page.rows.get(ref)![1])
+      const left = refs.filter((ref) => !page.rows.has(ref))
+      if (entered.length + left.length > 0) {
+        live.connection.send({ type: "changes", commitTs, queries: { [live.id]: { entered, changed: [], left } } })
+      }
+      live.connection.send({ type: "caughtUp", id: live.id, commitTs })
+    })
+
+  const subscribe = (connection: SyncConnection, id: string, text: string, since?: number) =>
     Effect.gen(function*() {
       const catalog = yield* catalogs.get
       const read = readQuery(catalog, text)
@@ -207,8 +241,9 @@ export const make = Effect.gen(function*() {
       byKey.set(live.key, live)
       index.add(live.key, { type: query.type, text: query.text, search: query.search })
       hold(live, page.right)
-      yield* sendResult(live, page.right)
-    }).pipe(Effect.catchAllCause((cause) =>
+      if (since === undefined) return yield* sendResult(live, page.right)
+      yield* resume(live, page.right, since)
+    }).pipe(lock.withPermits(1), Effect.catchAllCause((cause) =>
       Effect.zipRight(
         Effect.logError("a live query could not be started", cause),
         queryFailed(connection, id, { code: "ServerError", error: fail("exception", "the server failed to start this live query; see its log") })
@@ -244,7 +279,8 @@ export const make = Effect.gen(function*() {
         if (live === undefined) continue
         wokenCount++
         const page = yield* Effect.either(searchPage(live, catalog))
-        if (Either.isLeft(page)) continue
+        // Unsubscribed (or its connection gone) while it was searched: nothing to hold or send.
+        if (Either.isLeft(page) || byKey.get(key) !== live) continue
         const changes = diff(live, page.right)
         hold(live, page.right)
         if (changes === undefined) continue
@@ -254,6 +290,7 @@ export const make = Effect.gen(function*() {
       }
       for (const [connection, queries] of messages) connection.send({ type: "changes", commitTs: committed.commitTs, queries })
     }).pipe(
+      lock.withPermits(1),
       Effect.catchAllCause((cause) => Effect.logError("a commit could not be taken into the live queries", { commit_ts: committed.commitTs }, cause)),
       Effect.ensuring(SubscriptionRef.update(handled, (ts) => Math.max(ts, committed.commitTs)))
     )
@@ -266,24 +303,24 @@ export const make = Effect.gen(function*() {
   )
 
   return LiveQueries.of({
-    subscribe: (connection, id, query) => subscribe(connection, id, query),
+    subscribe: (connection, id, query, since) => subscribe(connection, id, query, since),
     unsubscribe: (connection, id) =>
       Effect.sync(() => {
         const live = byConnection.get(connection)?.get(id)
         if (live !== undefined) drop(live)
       }),
     reload: (connection, ids) =>
-      Effect.gen(function*() {
+      lock.withPermits(1)(Effect.gen(function*() {
         const catalog = yield* catalogs.get
         for (const id of ids) {
           const live = byConnection.get(connection)?.get(id)
           if (live === undefined) continue
           const page = yield* Effect.either(searchPage(live, catalog))
-          if (Either.isLeft(page)) continue
+          if (Either.isLeft(page) || byKey.get(live.key) !== live) continue
           hold(live, page.right)
           yield* sendResult(live, page.right)
         }
-      }),
+      })),
     disconnect: (connection) =>
       Effect.sync(() => {
         for (const live of [...(byConnection.get(connection)?.values() ?? [])]) drop(live)

@@ -85,6 +85,41 @@ for (const backend of backends.filter((b) => b.kind !== "memory")) {
           expect(server.liveQueries.held(conn)).toBe(0)
         }))
 
+      it.scoped("resume from a commit timestamp with what the result missed, from the change log; a full page gets a whole result", () =>
+        Effect.gen(function*() {
+          const server = yield* Server
+          yield* put(server, { resourceType: "Patient", id: "r1", gender: "female", name: [{ family: "Resumed" }] })
+          yield* put(server, { resourceType: "Patient", id: "r2", gender: "female", name: [{ family: "Resumed" }] })
+          const first = yield* connection()
+          yield* server.liveQueries.subscribe(first.conn, "q", "Patient?family=Resumed&gender=female")
+          const result = yield* Queue.take(first.messages)
+          const since = result.type === "result" ? result.commitTs : 0
+          // The client goes away; meanwhile one enters, one changes, one leaves.
+          yield* server.liveQueries.disconnect(first.conn)
+          yield* put(server, { resourceType: "Patient", id: "r3", gender: "female", name: [{ family: "Resumed" }] })
+          yield* put(server, { resourceType: "Patient", id: "r1", gender: "female", name: [{ family: "Resumed", given: ["B"] }] })
+          yield* put(server, { resourceType: "Patient", id: "r2", gender: "male", name: [{ family: "Resumed" }] })
+          yield* put(server, { resourceType: "Patient", id: "other", gender: "female", name: [{ family: "Elsewhere" }] })
+          yield* server.searchIndexed
+          const second = yield* connection()
+          yield* server.liveQueries.subscribe(second.conn, "q", "Patient?family=Resumed&gender=female", since)
+          const missed = yield* Queue.take(second.messages)
+          expect(missed.type).toBe("changes")
+          if (missed.type === "changes") {
+            expect(ids(missed.queries["q"]!.entered)).toEqual(["r1", "r3"])
+            expect([...missed.queries["q"]!.left].sort()).toEqual(["Patient/other", "Patient/r2"])
+          }
+          expect(yield* Queue.take(second.messages)).toMatchObject({ type: "caughtUp", id: "q" })
+          // Live again: the next change follows.
+          yield* put(server, { resourceType: "Patient", id: "r4", gender: "female", name: [{ family: "Resumed" }] })
+          const live = yield* Queue.take(second.messages)
+          expect(live.type === "changes" && ids(live.queries["q"]!.entered)).toEqual(["r4"])
+          // A full page cannot be resumed exactly: a whole result.
+          const third = yield* connection()
+          yield* server.liveQueries.subscribe(third.conn, "page", "Patient?family=Resumed&_count=1", since)
+          expect(yield* Queue.take(third.messages)).toMatchObject({ type: "result", id: "page", total: 1 })
+        }))
+
       it.scoped("answer QueryFailed at once for a query that cannot be read or asks for what a live result is not", () =>
         Effect.gen(function*() {
           const server = yield* Server
