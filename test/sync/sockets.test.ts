@@ -1,0 +1,360 @@
+/**
+ * The `/sync` connection layer (src/sync/SyncSockets.ts; docs/sync.md) on the real HTTP edge and front door,
+ * with a real WebSocket client, in front of a stand-in live-query engine that answers as the protocol says and
+ * records what it was asked. Time (heartbeats) is the test clock.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Deferred, Effect, Exit, Layer, Option, Queue, Ref, Schema, Scope, TestClock } from "effect"
+import { WebSocket } from "ws"
+import { edgeOptions } from "../../src/app/Start.ts"
+import { AppConfig } from "../../src/config/AppConfig.ts"
+import { GovernanceSettings, settingsOf } from "../../src/governance/Governance.ts"
+import { Readiness, layer as readinessLayer } from "../../src/http/Readiness.ts"
+import * as RootRoutes from "../../src/http/RootRoutes.ts"
+import { listen, ServingApp, servingAppLayer } from "../../src/http/Server.ts"
+import * as Log from "../../src/logging/Log.ts"
+import { LiveQueries, type SyncConnection } from "../../src/sync/LiveQueries.ts"
+import type { ServerMessage } from "../../src/sync/protocol.ts"
+import * as SyncSockets from "../../src/sync/SyncSockets.ts"
+
+/** The stand-in engine, and what it was asked. */
+interface Engine {
+  /** `subscribe <id> <query>`, `unsubscribe <id>`, `reload <ids>`, `disconnect`, in order. */
+  readonly calls: Array<string>
+  /** What each `send` of the flood returned. */
+  readonly flood: Array<boolean>
+  /** The connections it was told had closed. */
+  readonly disconnected: Queue.Queue<SyncConnection>
+  /** The connection of each subscribe. */
+  readonly subscribers: Array<SyncConnection>
+}
+
+const result = (id: string, commitTs: number): ServerMessage => ({ type: "result", id, commitTs, resources: [], total: 0 })
+
+/**
+ * A query `Type?order` gets its result and two changes; `Type?flood-<bytes>` its result and then 300 changes of
+ * a resource of `<bytes>` characters, sent at once; `Unknown?x` is refused, as the engine refuses an unknown type.
+ */
+const fakeEngine = (engine: Engine) => {
+  const held = new Map<SyncConnection, Set<string>>()
+  const of = (connection: SyncConnection) => held.get(connection) ?? held.set(connection, new Set()).get(connection)!
+  return LiveQueries.of({
+    subscribe: (connection, id, query) =>
+      Effect.sync(() => {
+        engine.calls.push(`subscribe ${id} ${query}`)
+        engine.subscribers.push(connection)
+        if (query.startsWith("Unknown")) {
+          of(connection).delete(id)
+          connection.send({ type: "QueryFailed", id, code: "NotSupported", outcome: { resourceType: "OperationOutcome" } })
+          return
+        }
+        of(connection).add(id)
+        connection.send(result(id, 1))
+        const flood = /flood-(\d+)/.exec(query)
+        if (flood !== null) {
+          const text = "x".repeat(Number(flood[1]))
+          for (let i = 0; i < 300; i++) {
+            const changed = [{ resourceType: "Basic", id: `b${i}`, text }]
+            engine.flood.push(connection.send({ type: "changes", commitTs: 2 + i, queries: { [id]: { entered: [], changed, left: [] } } }))
+          }
+        } else if (query.endsWith("?order")) {
+          connection.send({ type: "changes", commitTs: 2, queries: { [id]: { entered: [{ resourceType: "Patient", id: "p1" }], changed: [], left: [] } } })
+          connection.send({ type: "changes", commitTs: 3, queries: { [id]: { entered: [], changed: [], left: ["Patient/p1"] } } })
+        }
+      }),
+    unsubscribe: (connection, id) => Effect.sync(() => void (engine.calls.push(`unsubscribe ${id}`), of(connection).delete(id))),
+    reload: (connection, ids) =>
+      Effect.sync(() => {
+        engine.calls.push(`reload ${ids.join(",")}`)
+        for (const id of ids) connection.send(result(id, 500))
+      }),
+    disconnect: (connection) =>
+      Effect.sync(() => {
+        engine.calls.push("disconnect")
+        held.delete(connection)
+        engine.disconnected.unsafeOffer(connection)
+      }),
+    held: (connection) => of(connection).size,
+    handled: Effect.succeed(42)
+  })
+}
+
+interface Server {
+  readonly url: string
+  readonly engine: Engine
+}
+
+/** The HTTP edge with `/sync` served by SyncSockets over the stand-in engine, stopped when `scope` closes. */
+const startServer = (rateLimit: Record<string, unknown> = {}) =>
+  Effect.gen(function*() {
+    const config = Schema.decodeUnknownSync(AppConfig)({ rate_limit: rateLimit })
+    const lines: Array<string> = []
+    const context = yield* Layer.build(
+      Layer.mergeAll(Log.layer("warning"), readinessLayer, servingAppLayer).pipe(Layer.provideMerge(Log.memorySink(lines)))
+    )
+    const { address } = yield* listen({ host: "127.0.0.1", port: 0 }, edgeOptions(config)).pipe(Effect.provide(context))
+    const engine: Engine = { calls: [], flood: [], disconnected: yield* Queue.unbounded<SyncConnection>(), subscribers: [] }
+    // Built after the server listens, so that its connections close (1001) before the server drains.
+    const sockets = yield* Layer.build(SyncSockets.layer.pipe(Layer.provide(Layer.mergeAll(
+      Layer.succeed(LiveQueries, fakeEngine(engine)),
+      Layer.succeed(GovernanceSettings, settingsOf(config))
+    ))))
+    const handlers = { "/sync": (request: RootRoutes.RootRequest) => SyncSockets.handler(request).pipe(Effect.provide(sockets)) }
+    yield* Ref.set(Context.get(context, ServingApp), Option.some(RootRoutes.app(RootRoutes.withHandlers(RootRoutes.rootRoutes, handlers))))
+    yield* Effect.flatMap(Readiness, (readiness) => readiness.serving(Effect.succeed({ status: "ok" }), Effect.succeed({}))).pipe(Effect.provide(context))
+    const port = address._tag === "TcpAddress" ? address.port : 0
+    const server: Server = { url: `http://127.0.0.1:${port}`, engine }
+    return server
+  })
+
+interface Client {
+  readonly ws: WebSocket
+  /** Every message received, parsed, in order. */
+  readonly received: ReadonlyArray<any>
+  /** The next message not taken yet. */
+  readonly next: Effect.Effect<any>
+  readonly send: (message: unknown) => void
+  readonly closed: Effect.Effect<{ readonly code: number; readonly reason: string }>
+}
+
+type Opened = { readonly _tag: "open"; readonly ws: WebSocket } | { readonly _tag: "refused"; readonly status: number; readonly body: string }
+
+/** Opens a WebSocket on `/sync`: the client, or the status and body of the refusal. */
+const open = (server: Server, protocols: ReadonlyArray<string> = []) =>
+  Effect.gen(function*() {
+    const inbox = yield* Queue.unbounded<any>()
+    const closed = yield* Deferred.make<{ readonly code: number; readonly reason: string }>()
+    const received: Array<any> = []
+    const opened = yield* Effect.acquireRelease(
+      Effect.async<Opened>((resume) => {
+        const ws = new WebSocket(`${server.url.replace(/^http/, "ws")}/sync`, [...protocols])
+        ws.on("message", (data, isBinary) => {
+          const message = isBinary ? "<binary>" : JSON.parse(String(data))
+          received.push(message)
+          inbox.unsafeOffer(message)
+        })
+        ws.on("close", (code, reason) => Deferred.unsafeDone(closed, Effect.succeed({ code, reason: reason.toString("utf8") })))
+        ws.on("unexpected-response", (_request, response) => {
+          let body = ""
+          response.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")))
+          response.on("end", () => resume(Effect.succeed({ _tag: "refused", status: response.statusCode ?? 0, body })))
+        })
+        ws.on("error", (error) => resume(Effect.die(error)))
+        ws.once("open", () => resume(Effect.succeed({ _tag: "open", ws })))
+      }),
+      (opened) => Effect.sync(() => opened._tag === "open" && opened.ws.terminate())
+    )
+    if (opened._tag === "refused") return opened
+    const client: Client = {
+      ws: opened.ws,
+      received,
+      next: Queue.take(inbox),
+      send: (message) => opened.ws.send(typeof message === "string" || Buffer.isBuffer(message) ? message : JSON.stringify(message)),
+      closed: Deferred.await(closed)
+    }
+    return { _tag: "client" as const, client }
+  })
+
+const connect = (server: Server, protocols: ReadonlyArray<string> = []) =>
+  Effect.flatMap(open(server, protocols), (opened) => {
+    if (opened._tag === "refused") return Effect.die(new Error(`refused with ${opened.status}: ${opened.body}`))
+    return Effect.succeed(opened.client)
+  })
+
+/** Sends `message` and gives the next message received. */
+const ask = (client: Client, message: unknown) => Effect.suspend(() => (client.send(message), client.next))
+
+describe("/sync connections", () => {
+  it.scoped("answers a plain GET with 426 and an OperationOutcome, and gives the sub-protocol only to a client that asks for it", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const plain = yield* Effect.promise(() => fetch(`${server.url}/sync`))
+      expect(plain.status).toBe(426)
+      expect(plain.headers.get("upgrade")).toBe("websocket")
+      const body = (yield* Effect.promise(() => plain.json())) as { resourceType: string; issue: Array<{ code: string }> }
+      expect(body.resourceType).toBe("OperationOutcome")
+      expect(body.issue[0].code).toBe("not-supported")
+      const asking = yield* connect(server, ["svc.sync.v1"])
+      expect(asking.ws.protocol).toBe("svc.sync.v1")
+      const notAsking = yield* connect(server)
+      expect(notAsking.ws.protocol).toBe("")
+    }))
+
+  it.scoped("forwards a subscribe to the engine, whose messages reach the client in order, before the answer to the next message", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const client = yield* connect(server)
+      client.send({ type: "subscribe", id: "q-1", query: "Patient?order" })
+      client.send({ type: "ping", nonce: "after" })
+      const messages = [yield* client.next, yield* client.next, yield* client.next, yield* client.next]
+      expect(messages).toEqual([
+        { type: "result", id: "q-1", commitTs: 1, resources: [], total: 0 },
+        { type: "changes", commitTs: 2, queries: { "q-1": { entered: [{ resourceType: "Patient", id: "p1" }], changed: [], left: [] } } },
+        { type: "changes", commitTs: 3, queries: { "q-1": { entered: [], changed: [], left: ["Patient/p1"] } } },
+        { type: "pong", nonce: "after" }
+      ])
+      expect(server.engine.calls).toEqual(["subscribe q-1 Patient?order"])
+      expect(yield* ask(client, { type: "ping" })).toEqual({ type: "pong" })
+    }))
+
+  it.scoped("answers unsubscribe with unsubscribed once the engine has let the query go", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const client = yield* connect(server)
+      expect(yield* ask(client, { type: "subscribe", id: "a", query: "Patient?name=x" })).toMatchObject({ type: "result", id: "a" })
+      expect(yield* ask(client, { type: "unsubscribe", id: "a" })).toEqual({ type: "unsubscribed", id: "a" })
+      expect(server.engine.calls).toEqual(["subscribe a Patient?name=x", "unsubscribe a"])
+    }))
+
+  it.scoped("answers QueryFailed TooManyQueries past rate_limit.max_live_queries, and takes a subscribe again once one is ended", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer({ max_live_queries: 2 })
+      const client = yield* connect(server)
+      expect(yield* ask(client, { type: "subscribe", id: "a", query: "Patient?name=a" })).toMatchObject({ type: "result", id: "a" })
+      expect(yield* ask(client, { type: "subscribe", id: "b", query: "Patient?name=b" })).toMatchObject({ type: "result", id: "b" })
+      const refused = yield* ask(client, { type: "subscribe", id: "c", query: "Patient?name=c" })
+      expect(refused).toMatchObject({ type: "QueryFailed", id: "c", code: "TooManyQueries" })
+      expect(refused.outcome.resourceType).toBe("OperationOutcome")
+      expect(refused.outcome.issue[0].diagnostics).toMatch(/max_live_queries/)
+      // Subscribing again with a held id replaces that query: not one more.
+      expect(yield* ask(client, { type: "subscribe", id: "a", query: "Patient?name=a2" })).toMatchObject({ type: "result", id: "a" })
+      expect(yield* ask(client, { type: "unsubscribe", id: "b" })).toEqual({ type: "unsubscribed", id: "b" })
+      expect(yield* ask(client, { type: "subscribe", id: "c", query: "Patient?name=c" })).toMatchObject({ type: "result", id: "c" })
+      expect(server.engine.calls).toEqual([
+        "subscribe a Patient?name=a",
+        "subscribe b Patient?name=b",
+        "subscribe a Patient?name=a2",
+        "unsubscribe b",
+        "subscribe c Patient?name=c"
+      ])
+    }))
+
+  it.scoped("refuses one more connection than rate_limit.max_sync_connections with 429 before the upgrade", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer({ max_sync_connections: 2 })
+      const first = yield* connect(server)
+      yield* connect(server)
+      const third = yield* open(server)
+      if (third._tag !== "refused") return expect.unreachable("a third connection was opened")
+      expect(third.status).toBe(429)
+      const outcome = JSON.parse(third.body)
+      expect(outcome.resourceType).toBe("OperationOutcome")
+      expect(outcome.issue[0]).toMatchObject({ code: "throttled" })
+      expect(outcome.issue[0].diagnostics).toMatch(/max_sync_connections/)
+      // A closed connection no longer counts.
+      first.ws.close()
+      yield* first.closed
+      yield* Queue.take(server.engine.disconnected)
+      let again = yield* open(server)
+      for (let attempt = 0; again._tag === "refused" && attempt < 100; attempt++) again = yield* open(server)
+      expect(again._tag).toBe("client")
+    }))
+
+  it.scoped("answers error BadMessage to what is not a client message, NotSupported to auth, and stays open", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const client = yield* connect(server)
+      const bad = (message: unknown) => Effect.map(ask(client, message), (answer) => {
+        expect(answer).toMatchObject({ type: "error", code: "BadMessage" })
+        return answer.message as string
+      })
+      expect(yield* bad("not json")).toMatch(/not JSON/)
+      expect(yield* bad("[1, 2]")).toMatch(/not a JSON object/)
+      expect(yield* bad({ type: "hello" })).toMatch(/unknown message type "hello"/)
+      expect(yield* bad({ id: "a" })).toMatch(/unknown message type/)
+      expect(yield* bad({ type: "subscribe", id: "no spaces", query: "Patient" })).toMatch(/a query id is 1 to 64/)
+      expect(yield* bad({ type: "subscribe", id: "x".repeat(65), query: "Patient" })).toMatch(/a query id is 1 to 64/)
+      expect(yield* bad({ type: "subscribe", id: "a" })).toMatch(/query/)
+      expect(yield* bad({ type: "subscribe", id: "a", query: 7 })).toMatch(/query/)
+      expect(yield* bad({ type: "unsubscribe" })).toMatch(/id/)
+      expect(yield* bad(Buffer.from(JSON.stringify({ type: "ping" })))).toMatch(/binary/)
+      expect(yield* ask(client, { type: "auth", token: "t" })).toMatchObject({ type: "error", code: "NotSupported" })
+      expect(server.engine.calls).toEqual([])
+      expect(yield* ask(client, { type: "ping", nonce: "still" })).toEqual({ type: "pong", nonce: "still" })
+    }))
+
+  it.scoped("takes a message of 16 KiB and closes the connection with 1009 on a larger one", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const client = yield* connect(server)
+      const frame = (bytes: number) => {
+        const empty = JSON.stringify({ type: "ping", nonce: "" })
+        return JSON.stringify({ type: "ping", nonce: "n".repeat(bytes - empty.length) })
+      }
+      expect(Buffer.byteLength(frame(16 * 1024))).toBe(16 * 1024)
+      expect((yield* ask(client, frame(16 * 1024))).type).toBe("pong")
+      client.send(frame(16 * 1024 + 1))
+      expect((yield* client.closed).code).toBe(1009)
+      expect(yield* Queue.take(server.engine.disconnected)).toBeDefined()
+    }))
+
+  for (const [bound, bytes, taken] of [["256 messages", 1024, 256], ["4 MiB", 64 * 1024, 64]] as const) {
+    it.scoped(`stops taking the engine's messages past ${bound} unsent, then sends reload once the client has read its queue, and the engine reloads`, () =>
+      Effect.gen(function*() {
+        const server = yield* startServer()
+        const client = yield* connect(server)
+        expect(yield* ask(client, { type: "subscribe", id: "gone", query: "Unknown?x" })).toMatchObject({ type: "QueryFailed", id: "gone" })
+        expect(yield* ask(client, { type: "subscribe", id: "kept", query: "Patient?order" })).toMatchObject({ type: "result", id: "kept" })
+        yield* client.next
+        yield* client.next
+        // The client stops reading; the engine sends 300 changes at once; the client pings.
+        client.ws.pause()
+        client.send({ type: "subscribe", id: "flood", query: `Basic?flood-${bytes}` })
+        client.send({ type: "ping", nonce: "sent" })
+        client.ws.resume()
+        // The result and the changes taken, the pong (always queued), the reload, and the engine's results.
+        const messages: Array<any> = []
+        while (messages.length < taken + 4) messages.push(yield* client.next)
+        expect(server.engine.flood.filter((sent) => sent).length).toBe(taken - 1)
+        // Once refused, every later message is too: the connection stopped taking them.
+        expect(server.engine.flood.indexOf(false)).toBe(taken - 1)
+        expect(messages[0]).toMatchObject({ type: "result", id: "flood" })
+        expect(messages.slice(1, taken).map((message) => message.commitTs)).toEqual(Array.from({ length: taken - 1 }, (_, i) => 2 + i))
+        expect(messages[taken]).toEqual({ type: "pong", nonce: "sent" })
+        expect(messages[taken + 1]).toEqual({ type: "reload", ids: ["kept", "flood"], reason: "the connection fell behind" })
+        expect(messages[taken + 2]).toMatchObject({ type: "result", id: "kept", commitTs: 500 })
+        expect(messages[taken + 3]).toMatchObject({ type: "result", id: "flood", commitTs: 500 })
+        expect(server.engine.calls.at(-1)).toBe("reload kept,flood")
+        // The engine's messages are taken again.
+        expect(yield* ask(client, { type: "subscribe", id: "more", query: "Patient?order" })).toMatchObject({ type: "result", id: "more" })
+      }))
+  }
+
+  it.scoped("sends a heartbeat with the engine's handled commit after 30 s of the clock without another message", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const client = yield* connect(server)
+      expect(yield* ask(client, { type: "ping" })).toEqual({ type: "pong" })
+      yield* TestClock.adjust("29 seconds")
+      // A message within the 30 s puts the next heartbeat 30 s after it.
+      expect(yield* ask(client, { type: "ping", nonce: "at 29 s" })).toEqual({ type: "pong", nonce: "at 29 s" })
+      yield* TestClock.adjust("29 seconds")
+      expect(yield* ask(client, { type: "ping", nonce: "at 58 s" })).toEqual({ type: "pong", nonce: "at 58 s" })
+      yield* TestClock.adjust("30 seconds")
+      expect(yield* client.next).toEqual({ type: "heartbeat", commitTs: 42 })
+      yield* TestClock.adjust("30 seconds")
+      expect(yield* client.next).toEqual({ type: "heartbeat", commitTs: 42 })
+      expect(client.received.filter((message) => message.type === "heartbeat")).toHaveLength(2)
+    }))
+
+  it.scoped("tells the engine when a connection closes, with the connection its queries were subscribed on", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer()
+      const client = yield* connect(server)
+      expect(yield* ask(client, { type: "subscribe", id: "a", query: "Patient?name=a" })).toMatchObject({ type: "result" })
+      client.ws.close(1000)
+      expect(yield* Queue.take(server.engine.disconnected)).toBe(server.engine.subscribers[0])
+      expect(server.engine.calls).toEqual(["subscribe a Patient?name=a", "disconnect"])
+    }))
+
+  it.scoped("closes its connections with 1001 when the server stops", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const server = yield* Scope.extend(startServer(), scope)
+      const client = yield* connect(server)
+      expect(yield* ask(client, { type: "ping" })).toEqual({ type: "pong" })
+      yield* Scope.close(scope, Exit.void)
+      expect(yield* client.closed).toEqual({ code: 1001, reason: "the server is stopping" })
+      expect(yield* Queue.take(server.engine.disconnected)).toBeDefined()
+    }))
+})
