@@ -29,6 +29,7 @@ import * as Smart from "../auth/Smart.ts"
 import * as Subscriptions from "../subscriptions/Subscriptions.ts"
 import * as SubscriptionSockets from "../subscriptions/SubscriptionSockets.ts"
 import * as SyncEngine from "../sync/engine.ts"
+import * as SyncSockets from "../sync/SyncSockets.ts"
 import { LiveQueries } from "../sync/LiveQueries.ts"
 import { generatedSecrets, SmartSecrets } from "../auth/SmartSecrets.ts"
 
@@ -138,6 +139,9 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
     rootHandlers["/ws"] = served(SubscriptionSockets.handler, subscribing)
     // Live queries follow the change feed from here on (docs/sync.md).
     const live = yield* Layer.buildWithScope(SyncEngine.layer.pipe(Layer.provide(Layer.succeedContext(services))), databaseScope)
+    // Its connections at /sync, closed (1001) before the engine stops.
+    const syncing = yield* Layer.buildWithScope(SyncSockets.layer.pipe(Layer.provide(Layer.succeedContext(Context.merge(services, live)))), databaseScope)
+    rootHandlers["/sync"] = served(SyncSockets.handler, syncing)
     const app = routeByPrefix(fhir.pipe(Effect.provide(services)), rootHandlers)
 
     // A full garbage collection when the server falls idle, so that memory an ingest grew goes back.

@@ -75,7 +75,8 @@ const fakeEngine = (engine: Engine) => {
         engine.disconnected.unsafeOffer(connection)
       }),
     held: (connection) => of(connection).size,
-    handled: Effect.succeed(42)
+    handled: Effect.succeed(42),
+    woken: Effect.succeed(0)
   })
 }
 
