@@ -56,6 +56,11 @@ export interface Report {
     readonly ingest: ReadonlyArray<Share>
     readonly notificationLatency: Readonly<Record<string, { readonly count: number; readonly medianMs: number; readonly p99Ms: number }>>
   }
+  /** The ingest with 10,000 live queries as a share of the same without (in turn); commit-to-client latency and memory per query by backend. */
+  readonly sync?: {
+    readonly ingest: ReadonlyArray<Share>
+    readonly figures: Readonly<Record<string, { readonly count: number; readonly medianMs: number; readonly p99Ms: number; readonly kbPerQuery: number | undefined }>>
+  }
 }
 
 /** One workload's rate on a server as a share of its rate on the server it is compared with, in the same run. */

@@ -20,6 +20,7 @@ import { postgresR4, sqliteR4 } from "./template.ts"
 import { formatTable, type Report, type Row, type Share, writeJson } from "./report.ts"
 import { seedFloor, seedSvc } from "./seed.ts"
 import { startSmartSvc } from "./smart.ts"
+import { connectionCount, holdLiveQueries, liveQueryCount, relevantWrites, type SyncLatency } from "./sync.ts"
 import { createSubscriptions, ingestInTurn, type Latency, notificationLatency, startBenchReceiver, subscriptionCount } from "./subscriptions.ts"
 import { loadSynthea, syntheaMissing } from "./ingest.ts"
 import { type Backend, npmRegistry, type Packages, root, startFloor, startSvc, ungoverned } from "./servers.ts"
@@ -206,7 +207,7 @@ const compareInTurn = async (
 const inTurn = quick ? { warmupSeconds: 1, rounds: 4, sliceSeconds: 1 } : { warmupSeconds: 5, rounds: 8, sliceSeconds: 3 }
 
 /** Shares measured in turn, by check. */
-const sharesInTurn: { governance: Array<Share>; smart: Array<Share>; subscriptions: Array<Share> } = { governance: [], smart: [], subscriptions: [] }
+const sharesInTurn: { governance: Array<Share>; smart: Array<Share>; subscriptions: Array<Share>; sync: Array<Share> } = { governance: [], smart: [], subscriptions: [], sync: [] }
 
 /**
  * Read by id on a svc with governance off (no metering, no stored request log, no audit trail) and on one with
@@ -312,6 +313,64 @@ const benchSubscriptions = async (backends: readonly [Backend, Backend], workDir
     await stopSubscribed()
     await stopPlain()
     await closeReceiver()
+  }
+}
+
+/** The server name of the rows measured with 10,000 live queries. */
+const liveServer = "svc, 10,000 live queries"
+
+/** Live-query figures by backend: commit-to-client latency, memory per query. */
+const syncFigures: Record<string, SyncLatency & { readonly kbPerQuery: number | undefined }> = {}
+
+/**
+ * The Synthea ingest (4 clients) on a svc holding 10,000 live queries on 100 connections and on one holding none,
+ * in turn (sync.ts); meanwhile relevant writes to the first, the same writes to the second, and the time from each
+ * commit to the client's `changes`. The server's memory before and after the queries were taken, per query.
+ */
+const benchSync = async (backends: readonly [Backend, Backend], workDir: string, packages: Packages): Promise<Array<Measured>> => {
+  const kind = backends[0].kind
+  progress(`svc ${kind} with the real R4 packages, and one with ${liveQueryCount} live queries: starting`)
+  const plain = await startSvc(backends[0], workDir, packages, { name: `svc-${kind}-r4-beside-sync` })
+  const stopPlain = onCleanup("stopping the svc beside the one with live queries", plain.stop)
+  const live = await startSvc(backends[1], workDir, packages, { name: `svc-${kind}-r4-sync` })
+  const stopLive = onCleanup("stopping the svc with live queries", live.stop)
+  const memory = watchMemory(live.pid)
+  try {
+    progress(`${liveServer} ${kind}: ${liveQueryCount} live queries on ${connectionCount} connections`)
+    const twin = await holdLiveQueries(plain.url).then((load) => {
+      // The same Patients on the server without live queries, its connections closed: the ingest meets the same database.
+      load.close()
+      return load
+    })
+    const before = memory.currentMb()
+    const load = await holdLiveQueries(live.url)
+    const after = memory.currentMb()
+    const closeClients = onCleanup("closing the /sync clients", () => load.close())
+    const bundles = loadSynthea(settings.syntheaBundles)
+    const warmUp = bundles.slice(0, quick ? 1 : 5)
+    await ingestInTurn(plain.url, live.url, warmUp, { chunk: warmUp.length, connections: 1, signal: interrupted.signal })
+    progress(`${liveServer} against svc, ${kind}: ingest, 4 connections, ${bundles.length - warmUp.length} Synthea bundles in turn, with relevant writes`)
+    let ingesting = true
+    const latency = relevantWrites(live.url, load, () => ingesting)
+    const twinWrites = relevantWrites(plain.url, twin, () => ingesting)
+    const result = await ingestInTurn(plain.url, live.url, bundles.slice(warmUp.length), { chunk: quick ? 1 : 5, connections: 4, signal: interrupted.signal })
+      .finally(() => void (ingesting = false))
+    const figures = await latency
+    await twinWrites
+    syncFigures[kind] = {
+      ...figures,
+      kbPerQuery: before === undefined || after === undefined ? undefined : ((after - before) * 1024) / liveQueryCount
+    }
+    sharesInTurn.sync.push({
+      workload: ingestFour.name, backend: kind, connections: 4, share: result.share, target: 0.9, inTurn: true,
+      candidateReqPerSec: result.candidate.resourcesPerSec ?? 0, referenceReqPerSec: result.reference.resourcesPerSec ?? 0, roundShares: result.roundShares
+    })
+    await closeClients()
+    return [{ workload: ingestFour.name, server: liveServer, backend: kind, connections: 4, ...result.candidate, peakRssMb: undefined, target: "" }]
+  } finally {
+    memory.stop()
+    await stopLive()
+    await stopPlain()
   }
 }
 
@@ -444,6 +503,10 @@ const main = async (): Promise<void> => {
       await sqliteR4(join(workDir, "svc-r4-beside-subscriptions.sqlite"), workDir, packages, progress),
       await sqliteR4(join(workDir, "svc-r4-subscriptions.sqlite"), workDir, packages, progress)
     ], workDir, packages)))
+    measured.push(...(await benchSync([
+      await sqliteR4(join(workDir, "svc-r4-beside-sync.sqlite"), workDir, packages, progress),
+      await sqliteR4(join(workDir, "svc-r4-sync.sqlite"), workDir, packages, progress)
+    ], workDir, packages)))
   }
 
   if (flags["sqlite-only"]) {
@@ -480,6 +543,13 @@ const main = async (): Promise<void> => {
         measured.push(...(await benchSubscriptions([besideSubscriptions.backend, withSubscriptions.backend], workDir, packages)))
         await dropWith()
         await dropBeside()
+        const besideSync = await postgresR4(workDir, packages, progress)
+        const dropBesideSync = onCleanup("dropping the Postgres database", besideSync.drop)
+        const withSync = await postgresR4(workDir, packages, progress)
+        const dropWithSync = onCleanup("dropping the Postgres database", withSync.drop)
+        measured.push(...(await benchSync([besideSync.backend, withSync.backend], workDir, packages)))
+        await dropWithSync()
+        await dropBesideSync()
       }
     }
   }
@@ -499,7 +569,8 @@ const main = async (): Promise<void> => {
   const report: Report = {
     startedAt, elapsedSeconds, loadAverageAtStart, quick, settings, workloads: described, rows, serverPeakRssMb,
     serverRssAfterRunMb, rssAfterRunTargetMb, notices, validation, restartMs, governance, smart,
-    subscriptions: { ingest: sharesInTurn.subscriptions, notificationLatency: latencies }
+    subscriptions: { ingest: sharesInTurn.subscriptions, notificationLatency: latencies },
+    sync: { ingest: sharesInTurn.sync, figures: syncFigures }
   }
   const file = writeJson(report)
 
@@ -523,6 +594,12 @@ const main = async (): Promise<void> => {
   }
   const latencyLines = Object.entries(latencies).map(([kind, l]) => `${kind} median ${l.medianMs.toFixed(1)} ms, p99 ${l.p99Ms.toFixed(1)} ms (${l.count} notifications)`)
   if (latencyLines.length > 0) console.log(`Notification latency, commit to a receiver on loopback: ${latencyLines.join("; ")}`)
+  if (sharesInTurn.sync.length > 0) {
+    console.log(`Ingest with ${liveQueryCount} live queries on ${connectionCount} connections against none, in turn: ${sharesInTurn.sync.map(describeShare).join(", ")}`)
+  }
+  const syncLines = Object.entries(syncFigures).map(([kind, f]) =>
+    `${kind} median ${f.medianMs.toFixed(1)} ms, p99 ${f.p99Ms.toFixed(1)} ms (${f.count} changes), ${f.kbPerQuery === undefined ? "?" : f.kbPerQuery.toFixed(1)} KB of server memory per live query`)
+  if (syncLines.length > 0) console.log(`Live queries, commit to the client's changes message during the ingest: ${syncLines.join("; ")}`)
   for (const notice of notices) console.log(`NOTICE: ${notice}`)
   console.log(`Written: ${relative(root, file)} (${elapsedSeconds} s in all)`)
 }
