@@ -342,8 +342,13 @@ const benchSync = async (backends: readonly [Backend, Backend], workDir: string,
       load.close()
       return load
     })
+    // Each read after an idle moment, in which the server collects its garbage (src/app/IdleCollect.ts): what the
+    // queries hold, not what taking them left behind.
+    const idle = () => new Promise((resolve) => setTimeout(resolve, settings.idleSeconds * 1000))
+    await idle()
     const before = memory.currentMb()
     const load = await holdLiveQueries(live.url)
+    await idle()
     const after = memory.currentMb()
     const closeClients = onCleanup("closing the /sync clients", () => load.close())
     const bundles = loadSynthea(settings.syntheaBundles)
