@@ -30,8 +30,8 @@ const endpoints: ReadonlyArray<readonly [path: string, methods: ReadonlyArray<st
   )
 ]
 
-/** Endpoints built since: their own tests cover them (test/governance/metering.http.test.ts, requestLogEndpoint.test.ts, audit.endpoint.test.ts). */
-const built = new Set(["/_usage", "/_requests", "/_audit", "/_audit/verify"])
+/** Endpoints built since: their own tests cover them (test/governance/metering.http.test.ts, requestLogEndpoint.test.ts, audit.endpoint.test.ts, test/sync/). */
+const built = new Set(["/_usage", "/_requests", "/_audit", "/_audit/verify", "/sync"])
 
 describe("the root route table", () => {
   layer(Layer.scoped(Server, startServer("sqlite")), { timeout: 60_000, excludeTestServices: true })((it) => {
@@ -60,7 +60,7 @@ describe("the root route table", () => {
         expect([served.status, served.headers.get("content-type"), served.text]).toEqual([200, "application/fhir+json; charset=utf-8", ""])
       }))
 
-    it.effect("answers a WebSocket handshake on /sync with the 501", () =>
+    it.effect("answers a WebSocket handshake on /sync by switching protocols", () =>
       Effect.gen(function*() {
         const { url } = yield* Server
         const { hostname, port } = new URL(url)
@@ -72,13 +72,18 @@ describe("the root route table", () => {
                   "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
               ))
             let text = ""
-            socket.on("data", (chunk) => (text += chunk.toString()))
-            socket.on("end", () => resolve(text))
+            socket.on("data", (chunk) => {
+              text += chunk.toString()
+              if (text.includes("\r\n\r\n")) {
+                socket.destroy()
+                resolve(text)
+              }
+            })
             socket.on("error", reject)
           })
         )
-        expect(head.split("\r\n")[0]).toBe("HTTP/1.1 501 Not Implemented")
-        expect(head).toContain("/sync is not available in this build yet")
+        expect(head.split("\r\n")[0]).toBe("HTTP/1.1 101 Switching Protocols")
+        expect(head.toLowerCase()).toContain("upgrade: websocket")
       }))
 
     it.effect("answers 405 with Allow and an OperationOutcome for a method an endpoint does not take", () =>
