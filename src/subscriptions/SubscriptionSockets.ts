@@ -19,10 +19,10 @@
  * with 1008); `maxUnsentBytes` of pings the client has not read (more: closed with `closeCodes.notReading`).
  */
 import { HttpServerResponse } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Context, Deferred, Effect, Layer, Queue } from "effect"
 import type { IncomingMessage } from "node:http"
 import { WebSocket, WebSocketServer } from "ws"
+import { acceptUpgrade, hangUp as closeSocket, isUpgrade, takeSocket } from "../http/webSocket.ts"
 import { CatalogService } from "../catalog/CatalogService.ts"
 import { Database } from "../db/Database.ts"
 import { admissionOf } from "../http/FrontDoor.ts"
@@ -74,10 +74,6 @@ interface Connection {
 type Incoming = string | null
 
 const idPattern = /^[A-Za-z0-9\-.]{1,64}$/
-
-/** Whether a comma-separated header holds `token`, in any case. */
-const hasToken = (header: string | undefined, token: string): boolean =>
-  header !== undefined && header.split(",").some((value) => value.trim().toLowerCase() === token)
 
 /** The answer to a plain GET of `/ws` (426 Upgrade Required, RFC 9110 15.5.22). */
 const upgradeRequired = outcomeResponse(
@@ -173,61 +169,25 @@ export const make = Effect.gen(function*() {
     ws.once("close", () => Deferred.unsafeDone(closed, Effect.void))
   }
 
-  /**
-   * Takes the request's socket: the connection, listened to from its first moment (a message may follow the
-   * 101 at once), or undefined when the client had gone or `ws` refused the handshake (it answered 400 and closed).
-   */
+  /** Takes the request's socket: the connection, listened to from its first moment (a message may follow the 101 at once), or undefined. */
   const upgrade = (incoming: IncomingMessage, principal: Principal, inbox: Queue.Queue<Incoming>, closed: Deferred.Deferred<void>) =>
-    Effect.async<Connection | undefined>((resume) => {
-      const socket = incoming.socket
-      let done = false
-      const finish = (connection: Connection | undefined) => {
-        if (done) return
-        done = true
-        socket.off("close", gone)
-        resume(Effect.succeed(connection))
-      }
-      const gone = () => finish(undefined)
-      if (socket.destroyed) return finish(undefined)
-      socket.once("close", gone)
-      server.handleUpgrade(incoming, socket, Buffer.alloc(0), (ws) => {
-        const connection: Connection = { ws, principal, ids: new Set() }
-        open.add(connection)
-        listen(connection, inbox, closed)
-        finish(connection)
-      })
-      if (socket.destroyed) finish(undefined)
+    acceptUpgrade(server, incoming, (ws) => {
+      const connection: Connection = { ws, principal, ids: new Set() }
+      open.add(connection)
+      listen(connection, inbox, closed)
+      return connection
     })
 
-  /**
-   * Forgets a connection whose session ends; one still open is closed by the server (it stops, or the request
-   * was interrupted), waiting a moment for the client's close.
-   */
   const hangUp = (connection: Connection | undefined) => {
     if (connection === undefined) return Effect.void
     forget(connection)
-    const ws = connection.ws
-    if (ws.readyState !== WebSocket.OPEN) return Effect.sync(() => ws.terminate())
-    return Effect.async<void>((resume) => {
-      ws.once("close", () => resume(Effect.void))
-      ws.close(closeCodes.stopping, "the server is stopping")
-    }).pipe(Effect.interruptible, Effect.timeout("1 second"), Effect.ignore, Effect.ensuring(Effect.sync(() => ws.terminate())))
+    return closeSocket(connection.ws, closeCodes.stopping, "the server is stopping")
   }
 
   const serve = (request: RootRequest): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
     Effect.suspend(() => {
-      // Only a request Node handed over as an upgrade (`Connection: upgrade` with `Upgrade`) may have its socket taken.
-      if (!hasToken(request.http.headers["connection"], "upgrade") || !hasToken(request.http.headers["upgrade"], "websocket")) {
-        return Effect.succeed(upgradeRequired)
-      }
-      const incoming = NodeHttpServerRequest.toIncomingMessage(request.http)
-      // The platform answers an upgrade request on its socket when the handler returns (the 101 below, or the 499
-      // of an interrupted request), with a response it makes on first use and whose end it waits for. The socket
-      // is the WebSocket's from here on: that response is made now, detached from the socket and ended, so that
-      // nothing is written there and no answer waits for a socket that is gone.
-      const unused = NodeHttpServerRequest.toServerResponse(request.http)
-      unused.detachSocket(incoming.socket)
-      unused.end()
+      if (!isUpgrade(request.http)) return Effect.succeed(upgradeRequired)
+      const incoming = takeSocket(request.http)
       return Effect.scoped(Effect.gen(function*() {
         const inbox = yield* Queue.bounded<Incoming>(maxWaitingMessages)
         const closed = yield* Deferred.make<void>()

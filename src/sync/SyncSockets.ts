@@ -10,10 +10,9 @@
  * is read, on the socket the front door admitted.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Clock, Context, Deferred, Duration, Effect, Either, Layer, Queue } from "effect"
-import type { IncomingMessage } from "node:http"
 import { WebSocket, WebSocketServer } from "ws"
+import { acceptUpgrade, hangUp as closeSocket, isUpgrade, takeSocket } from "../http/webSocket.ts"
 import { GovernanceSettings } from "../governance/Governance.ts"
 import { limiterOf } from "../governance/RateLimit.ts"
 import { admissionOf } from "../http/FrontDoor.ts"
@@ -61,10 +60,6 @@ interface Connection extends SyncConnection {
   /** When a message was last queued, in milliseconds on the server's clock. */
   lastSent: number
 }
-
-/** Whether a comma-separated header holds `token`, in any case. */
-const hasToken = (header: string | undefined, token: string): boolean =>
-  header !== undefined && header.split(",").some((value) => value.trim().toLowerCase() === token)
 
 /** The answer to a plain GET of `/sync` (426 Upgrade Required, RFC 9110 15.5.22). */
 const upgradeRequired = outcomeResponse(
@@ -204,37 +199,10 @@ export const make = Effect.gen(function*() {
     return { connection, answered: () => void waiting-- }
   }
 
-  /**
-   * Takes the request's socket: the WebSocket, or undefined when the client had gone or `ws` refused the
-   * handshake (it answered 400 and closed). Its listeners are set by `onOpen` at once, as a message may follow
-   * the 101 straight away.
-   */
-  const upgrade = <A>(incoming: IncomingMessage, onOpen: (ws: WebSocket) => A) =>
-    Effect.async<A | undefined>((resume) => {
-      const socket = incoming.socket
-      let done = false
-      const finish = (value: A | undefined) => {
-        if (done) return
-        done = true
-        socket.off("close", gone)
-        resume(Effect.succeed(value))
-      }
-      const gone = () => finish(undefined)
-      if (socket.destroyed) return finish(undefined)
-      socket.once("close", gone)
-      server.handleUpgrade(incoming, socket, Buffer.alloc(0), (ws) => finish(onOpen(ws)))
-      if (socket.destroyed) finish(undefined)
-    })
-
   /** Closes a connection whose session ends (the server stops, or the request was interrupted), waiting a moment for the client's close. */
   const hangUp = (connection: Connection) => {
     open.delete(connection)
-    const ws = connection.ws
-    if (ws.readyState !== WebSocket.OPEN) return Effect.sync(() => ws.terminate())
-    return Effect.async<void>((resume) => {
-      ws.once("close", () => resume(Effect.void))
-      ws.close(closeCodes.stopping, "the server is stopping")
-    }).pipe(Effect.interruptible, Effect.timeout("1 second"), Effect.ignore, Effect.ensuring(Effect.sync(() => ws.terminate())))
+    return closeSocket(connection.ws, closeCodes.stopping, "the server is stopping")
   }
 
   /** A heartbeat whenever `heartbeatInterval` passed since the last message, while the client keeps up. */
@@ -250,10 +218,7 @@ export const make = Effect.gen(function*() {
 
   const serve = (request: RootRequest): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
     Effect.suspend(() => {
-      // Only a request Node handed over as an upgrade (`Connection: upgrade` with `Upgrade`) may have its socket taken.
-      if (!hasToken(request.http.headers["connection"], "upgrade") || !hasToken(request.http.headers["upgrade"], "websocket")) {
-        return Effect.succeed(upgradeRequired)
-      }
+      if (!isUpgrade(request.http)) return Effect.succeed(upgradeRequired)
       const caller = callerKey(request.principal)
       return Effect.scoped(Effect.gen(function*() {
         const admitted = yield* Effect.acquireRelease(
@@ -261,17 +226,12 @@ export const make = Effect.gen(function*() {
           (taken) => Effect.sync(() => taken && limiter.syncConnections.close(caller))
         )
         if (!admitted) return tooManyConnections(maxSyncConnections)
-        const incoming = NodeHttpServerRequest.toIncomingMessage(request.http)
-        // As in SubscriptionSockets.ts: the platform's response to an upgrade request is made now, detached
-        // from the socket (the WebSocket's from here on) and ended, so that nothing is written there.
-        const unused = NodeHttpServerRequest.toServerResponse(request.http)
-        unused.detachSocket(incoming.socket)
-        unused.end()
+        const incoming = takeSocket(request.http)
         const clock = yield* Effect.clock
         const inbox = yield* Queue.unbounded<Work>()
         const closed = yield* Deferred.make<void>()
         const opened = yield* Effect.acquireRelease(
-          upgrade(incoming, (ws) => connect(ws, request.principal, clock, inbox, closed)),
+          acceptUpgrade(server, incoming, (ws) => connect(ws, request.principal, clock, inbox, closed)),
           (opened) => (opened === undefined ? Effect.void : hangUp(opened.connection))
         )
         // The status is for the request log: `ws` wrote the handshake's refusal itself.
