@@ -17,6 +17,7 @@ import { Governance } from "../governance/Governance.ts"
 import { defaultOptions as idleCollectOptions, processProbes, run as runIdleCollect } from "./IdleCollect.ts"
 import { makePeerList } from "../http/ClientAddress.ts"
 import { cachedProbe, Readiness } from "../http/Readiness.ts"
+import { Door } from "../http/FrontDoor.ts"
 import { type HttpServer, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import * as RootRoutes from "../http/RootRoutes.ts"
 import { type EdgeOptions, listen, type ListenOptions, ServingApp } from "../http/Server.ts"
@@ -31,6 +32,7 @@ import * as SubscriptionSockets from "../subscriptions/SubscriptionSockets.ts"
 import * as SyncEngine from "../sync/engine.ts"
 import * as SyncSockets from "../sync/SyncSockets.ts"
 import { LiveQueries } from "../sync/LiveQueries.ts"
+import { SyncTokens } from "../sync/SyncTokens.ts"
 import { generatedSecrets, SmartSecrets } from "../auth/SmartSecrets.ts"
 
 export const edgeOptions = (config: AppConfig): EdgeOptions => ({
@@ -118,6 +120,7 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
     const governance = Context.get(services, Governance)
     door.install(governance)
     let rootHandlers: Record<string, RootRoutes.RootHandler> = { ...governance.routes }
+    let syncTokens: SyncTokens["Type"] | undefined
     if (config.smart.enabled) {
       const secrets = Option.getOrElse(yield* Effect.serviceOption(SmartSecrets), generatedSecrets)
       const smart = yield* Smart.make(config, config.server.public_url ?? listenUrl(address), secrets).pipe(
@@ -126,6 +129,7 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       )
       for (const [path, handler] of Object.entries(smart.routes)) rootHandlers[path] = served(handler, services)
       door.install({ policies: smart.policies, listeners: [], resolve: smart.resolve, settle: smart.settle })
+      syncTokens = smart.syncTokens
     }
     // Subscriptions follow the change feed from here on; their sockets are served at /ws (docs/subscriptions.md).
     const subscribing = yield* Layer.buildWithScope(
@@ -140,7 +144,13 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
     // Live queries follow the change feed from here on (docs/sync.md).
     const live = yield* Layer.buildWithScope(SyncEngine.layer.pipe(Layer.provide(Layer.succeedContext(services))), databaseScope)
     // Its connections at /sync, closed (1001) before the engine stops.
-    const syncing = yield* Layer.buildWithScope(SyncSockets.layer.pipe(Layer.provide(Layer.succeedContext(Context.merge(services, live)))), databaseScope)
+    const syncing = yield* Layer.buildWithScope(
+      SyncSockets.layer.pipe(Layer.provide(Layer.succeedContext(Context.merge(services, live).pipe(
+        Context.add(Door, door),
+        syncTokens === undefined ? (context) => context : Context.add(SyncTokens, syncTokens)
+      )))),
+      databaseScope
+    )
     rootHandlers["/sync"] = served(SyncSockets.handler, syncing)
     const app = routeByPrefix(fhir.pipe(Effect.provide(services)), rootHandlers)
 

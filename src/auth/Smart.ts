@@ -20,6 +20,8 @@ import { fhirBase, type Route } from "../http/Route.ts"
 import { authFailures } from "../governance/RateLimit.ts"
 import { none as noSecurityEvents, SecurityEvents } from "../governance/audit/SecurityEvents.ts"
 import type { AccessClaims } from "./Grant.ts"
+import { reasons } from "./accessToken.ts"
+import { SyncTokens } from "../sync/SyncTokens.ts"
 import * as AuthServer from "./AuthServer.ts"
 import * as Authorizations from "./Authorizations.ts"
 import * as Clients from "./Clients.ts"
@@ -45,10 +47,19 @@ export interface SmartFront {
   readonly settle: (principal: Principal, route: Route, url: string) => Effect.Effect<Principal | Refusal>
   readonly policies: ReadonlyArray<AdmissionPolicy>
   readonly routes: Readonly<Record<string, RootHandler<unknown, AuthServer.AuthEnv>>>
+  /** The tokens a `/sync` connection is given in its `auth` message, and checked again while it is open. */
+  readonly syncTokens: SyncTokens["Type"]
 }
 
 /** The bearer token of an `Authorization` header; `""` when it is not a bearer token (answered `invalid_request`). */
 const tokenOf = (header: string): string => bearerToken(header) ?? ""
+
+/**
+ * The `/sync` upgrade, which a browser cannot give an Authorization header: admitted without a token, it takes
+ * one in its first message (src/sync/SyncSockets.ts) and serves nothing before.
+ */
+const isSyncUpgrade = (url: string, route: Route): boolean =>
+  route.interaction === "root-endpoint" && (url === "/sync" || url.startsWith("/sync?"))
 
 /** Paths open without a token under `--smart`. */
 export const isOpenPath = (url: string, route: Route): boolean =>
@@ -66,7 +77,8 @@ const principalOf = (claims: AccessClaims, address: string): Authorized => ({
   patient: claims.patient,
   fhirUser: claims.fhirUser,
   encounter: claims.encounter,
-  tokenId: claims.jti
+  tokenId: claims.jti,
+  expiresAt: claims.exp * 1000
 })
 
 /** A token's caller as the front door keeps it, with the whole `Authorization` header it came in. */
@@ -189,7 +201,7 @@ export const make = (config: AppConfig, publicUrl: string, secrets: SmartSecretV
       if (isOpenPath(request.url ?? "/", route)) return undefined
       switch (principal._tag) {
         case "Anonymous":
-          return unauthorized("this server needs a bearer token (SMART App Launch); see /.well-known/smart-configuration")
+          return isSyncUpgrade(request.url ?? "/", route) ? undefined : unauthorized("this server needs a bearer token (SMART App Launch); see /.well-known/smart-configuration")
         case "Unresolved":
           return failures.exceeded(principal.address)
             ? {
@@ -214,6 +226,21 @@ export const make = (config: AppConfig, publicUrl: string, secrets: SmartSecretV
       dcrToken: secrets.dcrToken
     }, { keys, tokens, clients, authorizations, upstream, audit })
     const withRegister = { ...routes, "/auth/register": clients.registerHandler }
-    const front: SmartFront = { urls, resolve, settle, policies: [policy], routes: withRegister }
+    const syncTokens = SyncTokens.of({
+      verify: (token, address) =>
+        Effect.suspend(() => {
+          if (failures.exceeded(address)) return Effect.fail({ code: "Unauthorized", reason: "too many unknown tokens from this address; try again after the minute ends" })
+          return tokens.verifyAccess(token).pipe(
+            Effect.map((claims) => principalOf(claims, address)),
+            Effect.catchAll((invalid) =>
+              Effect.sync(() => failures.note(address)).pipe(Effect.zipRight(Effect.fail({
+                code: invalid.reason === reasons.expired ? "TokenExpired" as const : invalid.reason === reasons.revoked ? "TokenRevoked" as const : "Unauthorized" as const,
+                reason: invalid.reason
+              })))
+            )
+          )
+        })
+    })
+    const front: SmartFront = { urls, resolve, settle, policies: [policy], routes: withRegister, syncTokens }
     return front
   })

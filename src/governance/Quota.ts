@@ -321,7 +321,8 @@ const overQuota = (subject: Subject, check: Check, counted: number, now: number)
     code: "throttled",
     diagnostics: `quota exceeded: ${check.field} = ${check.limit} for ${subject.name}, ${counted} counted in ${period}; ` +
       `it resets at ${new Date(reset).toISOString()}; retry after ${retryAfter} s`,
-    headers: { "retry-after": String(retryAfter) }
+    headers: { "retry-after": String(retryAfter) },
+    limit: "quota"
   }
 }
 

@@ -173,7 +173,8 @@ const throttled = (limit: Limit, costClass: CostClass, cost: number, retryAfter:
   code: "throttled",
   diagnostics: `rate limit exceeded: ${limit.name} (${show(limit.rate)} cost units per second, burst ${show(limit.burst)}` +
     `${part < 1 ? `, this server's share ${show(part)}` : ""}); a request of class ${costClass} costs ${show(cost)}; retry after ${retryAfter} s`,
-  headers: { "retry-after": String(retryAfter) }
+  headers: { "retry-after": String(retryAfter) },
+  limit: "rate"
 })
 
 const show = (n: number): string => String(Math.round(n * 1000) / 1000)

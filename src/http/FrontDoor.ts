@@ -16,7 +16,7 @@ import { clientAddress, type TrustedProxies } from "./ClientAddress.ts"
 import { type IssueCode, operationOutcome } from "./OperationOutcome.ts"
 import { anonymousResolver, type Principal, type PrincipalResolver } from "./Principal.ts"
 import { pathOf, pickRequestId } from "./RequestLog.ts"
-import { classify, type Route } from "./Route.ts"
+import { classify, type CostClass, type Route } from "./Route.ts"
 
 /** Why a request is not served: answered by the front door with an OperationOutcome. */
 export interface Refusal {
@@ -26,6 +26,8 @@ export interface Refusal {
   readonly diagnostics: string
   /** Headers of the answer besides the content headers, such as `Retry-After`. */
   readonly headers?: Readonly<Record<string, string>>
+  /** Which limit refused it, when a limit did: a `/sync` subscribe names it in its `QueryFailed`. */
+  readonly limit?: "rate" | "quota"
 }
 
 export const admitted = { _tag: "Admitted" } as const
@@ -37,15 +39,18 @@ export type SetHeader = (name: string, value: string) => void
 
 const noHeaders: SetHeader = () => {}
 
+/** What a policy may read of the request besides its route (a step of a connection has no message of its own: no headers). */
+export type AdmissionRequest = Pick<IncomingMessage, "url" | "headers">
+
 /**
  * One rule of admission (scopes, rate limit, quota): in memory, without waiting; undefined lets the request
  * pass. A rule may set headers on the answer with `setHeader`, admitted or refused.
  */
-export type AdmissionPolicy = (route: Route, principal: Principal, request: IncomingMessage, setHeader: SetHeader) => Refusal | undefined
+export type AdmissionPolicy = (route: Route, principal: Principal, request: AdmissionRequest, setHeader: SetHeader) => Refusal | undefined
 
 /** The policies in order: the first refusal stands; with none, every request is admitted. */
 export const admit = (policies: ReadonlyArray<AdmissionPolicy>) =>
-(route: Route, principal: Principal, request: IncomingMessage, setHeader: SetHeader = noHeaders): Verdict => {
+(route: Route, principal: Principal, request: AdmissionRequest, setHeader: SetHeader = noHeaders): Verdict => {
   for (const policy of policies) {
     const refusal = policy(route, principal, request, setHeader)
     if (refusal !== undefined) return refusal
@@ -131,6 +136,28 @@ export interface DoorRules {
   readonly settle?: (principal: Principal, route: Route, url: string) => Effect.Effect<Principal | Refusal>
 }
 
+/** A step of an open connection (a `/sync` subscribe), admitted as a request of its own. */
+export interface Step {
+  /** The caller, as the connection holds it now. */
+  readonly principal: Principal
+  /** The client address of the connection. */
+  readonly client: string
+  /** How the request log and the audit trail name it (`SUBSCRIBE`). */
+  readonly method: string
+  /** The URL of the REST request it stands for (`/fhir/Observation?subject=...`): its route and its query. */
+  readonly url: string
+  /** Its class in the rate-limit cost table. */
+  readonly cost: CostClass
+}
+
+/** An admitted step: completed once with what it answered, like a request. */
+export interface StepAdmission {
+  readonly _tag: "Step"
+  readonly requestId: string
+  /** The step's status (200 when it was served, as an HTTP request would have been answered otherwise) and bytes sent. */
+  readonly complete: (status: number, bytesOut: number) => void
+}
+
 export interface FrontDoor {
   /**
    * Adds `rules` after those the door was made with: the server listens before its database is open, and the
@@ -149,6 +176,13 @@ export interface FrontDoor {
    * holds the caller found; a refusal (a bad token) is returned for the edge to answer.
    */
   readonly settle: (admission: Admission) => Effect.Effect<Refusal | undefined>
+  /**
+   * Admits a step of an open connection as a request of its own: the policies judge it (the scopes of its
+   * route, the rate limit of its cost class, the quotas) and, admitted, it is completed like a request (the
+   * request log line, metering, the request-log rows, the audit trail). Undefined `StepAdmission` never: a
+   * refusal is returned for the connection to answer in its own protocol.
+   */
+  readonly step: (step: Step) => Refusal | StepAdmission
   /** The Effect edge starts answering an admitted request. */
   readonly enterEdge: (admission: Admission) => void
   /** The Effect edge has answered with `status` and `bytes` (undefined: it failed to answer). */
@@ -316,6 +350,42 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
     return undefined
   }
 
+  const step = (taken: Step): Refusal | StepAdmission => {
+    const route: Route = { ...classify("GET", taken.url), cost: taken.cost }
+    const verdict = judge(route, taken.principal, { url: taken.url, headers: {} })
+    const entered: Admission = {
+      route,
+      principal: taken.principal,
+      requestId: pickRequestId(undefined),
+      client: taken.client,
+      method: taken.method,
+      url: taken.url,
+      startedNanos: clock.unsafeCurrentTimeNanos(),
+      bytesIn: undefined,
+      status: undefined,
+      bytesOut: undefined,
+      inEdge: false,
+      closed: true,
+      completed: false
+    }
+    // Refused, it is completed at once as a refused request is (the rate limit and quotas skip a 429).
+    if (verdict._tag === "Refused") {
+      entered.status = verdict.status
+      entered.bytesOut = 0
+      complete(entered, false, verdict.status)
+      return verdict
+    }
+    return {
+      _tag: "Step",
+      requestId: entered.requestId,
+      complete: (status, bytesOut) => {
+        entered.status = status
+        entered.bytesOut = bytesOut
+        complete(entered, false, status)
+      }
+    }
+  }
+
   const enterEdge = (admission: Admission) => {
     admission.inEdge = true
   }
@@ -330,5 +400,8 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
     if (admission.closed) complete(admission, true, 499)
   }
 
-  return { install, enter, enterUpgrade, settle, enterEdge, leaveEdge }
+  return { install, enter, enterUpgrade, settle, step, enterEdge, leaveEdge }
 }
+
+/** The server's front door, for the connections that admit steps of their own (`/sync`). */
+export class Door extends Context.Tag("svc/http/Door")<Door, FrontDoor>() {}

@@ -28,6 +28,8 @@ export interface Authorized {
   readonly encounter?: string | undefined
   /** The access token's id (`jti`), for the audit trail. */
   readonly tokenId?: string | undefined
+  /** When the token expires, in milliseconds since the epoch (a `/sync` connection closes its queries then). */
+  readonly expiresAt?: number | undefined
 }
 
 /** A token the front door could not resolve without waiting (not in memory): the Effect edge resolves it. */

@@ -40,6 +40,8 @@ export interface Outbox {
   readonly resume: () => void
   /** Messages handed to the socket and not yet written out. */
   readonly unsent: () => number
+  /** Bytes of every message queued since the start (metering reads a subscribe's share). */
+  readonly bytes: () => number
 }
 
 /** Messages that hold a query's data, refused when the client falls behind. */
@@ -55,6 +57,7 @@ export const make = (options: {
   const bounds = options.bounds ?? defaultBounds
   let unsentMessages = 0
   let unsentBytes = 0
+  let queuedBytes = 0
   // taking: messages go out; behind: refused until the queue is read; caughtUp: read, reload due.
   let state: "taking" | "behind" | "caughtUp" = "taking"
 
@@ -67,6 +70,7 @@ export const make = (options: {
     const bytes = Buffer.byteLength(text)
     unsentMessages++
     unsentBytes += bytes
+    queuedBytes += bytes
     options.write(text, () => {
       unsentMessages--
       unsentBytes -= bytes
@@ -97,6 +101,7 @@ export const make = (options: {
     resume: () => {
       state = "taking"
     },
-    unsent: () => unsentMessages
+    unsent: () => unsentMessages,
+    bytes: () => queuedBytes
   }
 }

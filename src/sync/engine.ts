@@ -5,7 +5,8 @@
  * names for a created or updated resource), searches each again as its caller would, and sends each connection
  * one `changes` message with what entered, changed and left each of its affected queries.
  *
- * Not built yet (docs/sync.md says them): the `auth` message and token expiry, the `sync` cost of a subscribe.
+ * The connection layer checks the caller's token, charges each subscribe and closes the queries of a token
+ * that expired (`closeAll`); here every search of a query, first or again, is its caller's search.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { Chunk, Clock, Effect, Either, Layer, SubscriptionRef } from "effect"
@@ -23,7 +24,7 @@ import * as Search from "../search/Search.ts"
 import { parseSearch } from "../search/parse/parseSearch.ts"
 import type { SearchScope } from "../search/parse/parseScope.ts"
 import { CriteriaIndex } from "../subscriptions/criteriaIndex.ts"
-import { LiveQueries, type SyncConnection } from "./LiveQueries.ts"
+import { LiveQueries, type Subscribed, type SyncConnection } from "./LiveQueries.ts"
 import type { QueryChanges } from "./protocol.ts"
 
 /** A live result holds at most this many resources (`_count` above it is read as it); 100 without `_count`. */
@@ -95,7 +96,8 @@ interface Live {
   readonly connection: SyncConnection
   readonly id: string
   readonly query: Query
-  readonly access: Access
+  /** What its caller may search: replaced when the connection's token changes. */
+  access: Access
   /** `Type/id` → version, of the resources the result holds. */
   held: Map<string, number>
 }
@@ -165,13 +167,22 @@ export const make = Effect.gen(function*() {
   }
 
   const queryFailed = (connection: SyncConnection, id: string, failed: Failed) =>
-    Effect.sync(() =>
-      void connection.send({
+    Effect.sync((): Subscribed => {
+      connection.send({
         type: "QueryFailed",
         id,
         code: failed.code,
         outcome: operationOutcome([{ severity: "error", code: failed.error.code, diagnostics: failed.error.diagnostics }])
-      }))
+      })
+      return { _tag: "Failed", code: failed.code }
+    })
+
+  /** Whether `access` may search `query`: undefined, or the refusal. */
+  const granted = (access: Access, catalog: Catalog, query: Query) =>
+    Effect.zipRight(
+      searchGranted(access, catalog, query.scope, query.params),
+      query.compartment === undefined ? Effect.void : compartmentGranted(access, catalog, query.compartment.name, query.compartment.id, searchedTypes(query.scope))
+    )
 
   const sendResult = (live: Live, page: Page) =>
     Effect.flatMap(SubscriptionRef.get(handled), (commitTs) =>
@@ -213,17 +224,16 @@ export const make = Effect.gen(function*() {
       live.connection.send({ type: "caughtUp", id: live.id, commitTs })
     })
 
-  const subscribe = (connection: SyncConnection, id: string, text: string, since?: number) =>
+  const held: Subscribed = { _tag: "Held" }
+
+  const subscribe = (connection: SyncConnection, id: string, text: string, since?: number): Effect.Effect<Subscribed> =>
     Effect.gen(function*() {
       const catalog = yield* catalogs.get
       const read = readQuery(catalog, text)
       if (Either.isLeft(read)) return yield* queryFailed(connection, id, read.left)
       const query = read.right
       const access = accessOf(connection.principal)
-      const allowed = yield* Effect.either(Effect.zipRight(
-        searchGranted(access, catalog, query.scope, query.params),
-        query.compartment === undefined ? Effect.void : compartmentGranted(access, catalog, query.compartment.name, query.compartment.id, searchedTypes(query.scope))
-      ))
+      const allowed = yield* Effect.either(granted(access, catalog, query))
       if (Either.isLeft(allowed)) return yield* queryFailed(connection, id, { code: "Forbidden", error: allowed.left })
       const previous = byConnection.get(connection)?.get(id)
       if (previous !== undefined) drop(previous)
@@ -241,8 +251,9 @@ export const make = Effect.gen(function*() {
       byKey.set(live.key, live)
       index.add(live.key, { type: query.type, text: query.text, search: query.search })
       hold(live, page.right)
-      if (since === undefined) return yield* sendResult(live, page.right)
-      yield* resume(live, page.right, since)
+      if (since === undefined) yield* sendResult(live, page.right)
+      else yield* resume(live, page.right, since)
+      return held
     }).pipe(lock.withPermits(1), Effect.catchAllCause((cause) =>
       Effect.zipRight(
         Effect.logError("a live query could not be started", cause),
@@ -321,6 +332,32 @@ export const make = Effect.gen(function*() {
           yield* sendResult(live, page.right)
         }
       })),
+    reauthorize: (connection, fresh) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        const catalog = yield* catalogs.get
+        const access = accessOf(connection.principal)
+        for (const live of [...(byConnection.get(connection)?.values() ?? [])]) {
+          const allowed = yield* Effect.either(granted(access, catalog, live.query))
+          if (Either.isLeft(allowed)) {
+            drop(live)
+            connection.send({ type: "closed", id: live.id, code: "Forbidden", reason: allowed.left.diagnostics })
+            continue
+          }
+          live.access = access
+          if (!fresh) continue
+          const page = yield* Effect.either(searchPage(live, catalog))
+          if (Either.isLeft(page)) continue
+          hold(live, page.right)
+          yield* sendResult(live, page.right)
+        }
+      })),
+    closeAll: (connection, code, reason) =>
+      Effect.sync(() => {
+        for (const live of [...(byConnection.get(connection)?.values() ?? [])]) {
+          drop(live)
+          connection.send({ type: "closed", id: live.id, code, reason })
+        }
+      }),
     disconnect: (connection) =>
       Effect.sync(() => {
         for (const live of [...(byConnection.get(connection)?.values() ?? [])]) drop(live)

@@ -28,7 +28,8 @@ export type ServerMessage =
   | { readonly type: "changes"; readonly commitTs: number; readonly queries: Readonly<Record<string, QueryChanges>> }
   | { readonly type: "caughtUp"; readonly id: string; readonly commitTs: number }
   | { readonly type: "reload"; readonly ids: ReadonlyArray<string>; readonly reason: string }
-  | { readonly type: "QueryFailed"; readonly id: string; readonly code: string; readonly outcome: unknown }
+  | { readonly type: "QueryFailed"; readonly id: string; readonly code: string; readonly outcome: unknown; readonly retryAfter?: number }
+  | { readonly type: "authorized"; readonly expiresIn?: number }
   | { readonly type: "unsubscribed"; readonly id: string }
   | { readonly type: "closed"; readonly id: string; readonly code: string; readonly reason: string }
   | { readonly type: "pong"; readonly nonce?: string }

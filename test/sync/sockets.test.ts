@@ -9,6 +9,7 @@ import { WebSocket } from "ws"
 import { edgeOptions } from "../../src/app/Start.ts"
 import { AppConfig } from "../../src/config/AppConfig.ts"
 import { GovernanceSettings, settingsOf } from "../../src/governance/Governance.ts"
+import { Door } from "../../src/http/FrontDoor.ts"
 import { Readiness, layer as readinessLayer } from "../../src/http/Readiness.ts"
 import * as RootRoutes from "../../src/http/RootRoutes.ts"
 import { listen, ServingApp, servingAppLayer } from "../../src/http/Server.ts"
@@ -46,7 +47,7 @@ const fakeEngine = (engine: Engine) => {
         if (query.startsWith("Unknown")) {
           of(connection).delete(id)
           connection.send({ type: "QueryFailed", id, code: "NotSupported", outcome: { resourceType: "OperationOutcome" } })
-          return
+          return { _tag: "Failed", code: "NotSupported" } as const
         }
         of(connection).add(id)
         connection.send(result(id, 1))
@@ -61,12 +62,20 @@ const fakeEngine = (engine: Engine) => {
           connection.send({ type: "changes", commitTs: 2, queries: { [id]: { entered: [{ resourceType: "Patient", id: "p1" }], changed: [], left: [] } } })
           connection.send({ type: "changes", commitTs: 3, queries: { [id]: { entered: [], changed: [], left: ["Patient/p1"] } } })
         }
+        return { _tag: "Held" } as const
       }),
     unsubscribe: (connection, id) => Effect.sync(() => void (engine.calls.push(`unsubscribe ${id}`), of(connection).delete(id))),
     reload: (connection, ids) =>
       Effect.sync(() => {
         engine.calls.push(`reload ${ids.join(",")}`)
         for (const id of ids) connection.send(result(id, 500))
+      }),
+    reauthorize: (_connection, fresh) => Effect.sync(() => void engine.calls.push(`reauthorize ${fresh}`)),
+    closeAll: (connection, code) =>
+      Effect.sync(() => {
+        engine.calls.push(`closeAll ${code}`)
+        for (const id of of(connection)) connection.send({ type: "closed", id, code, reason: code })
+        held.delete(connection)
       }),
     disconnect: (connection) =>
       Effect.sync(() => {
@@ -93,12 +102,13 @@ const startServer = (rateLimit: Record<string, unknown> = {}) =>
     const context = yield* Layer.build(
       Layer.mergeAll(Log.layer("warning"), readinessLayer, servingAppLayer).pipe(Layer.provideMerge(Log.memorySink(lines)))
     )
-    const { address } = yield* listen({ host: "127.0.0.1", port: 0 }, edgeOptions(config)).pipe(Effect.provide(context))
+    const { address, door } = yield* listen({ host: "127.0.0.1", port: 0 }, edgeOptions(config)).pipe(Effect.provide(context))
     const engine: Engine = { calls: [], flood: [], disconnected: yield* Queue.unbounded<SyncConnection>(), subscribers: [] }
     // Built after the server listens, so that its connections close (1001) before the server drains.
     const sockets = yield* Layer.build(SyncSockets.layer.pipe(Layer.provide(Layer.mergeAll(
       Layer.succeed(LiveQueries, fakeEngine(engine)),
-      Layer.succeed(GovernanceSettings, settingsOf(config))
+      Layer.succeed(GovernanceSettings, settingsOf(config)),
+      Layer.succeed(Door, door)
     ))))
     const handlers = { "/sync": (request: RootRoutes.RootRequest) => SyncSockets.handler(request).pipe(Effect.provide(sockets)) }
     yield* Ref.set(Context.get(context, ServingApp), Option.some(RootRoutes.app(RootRoutes.withHandlers(RootRoutes.rootRoutes, handlers))))
