@@ -4,12 +4,15 @@
  * records what it was asked. Time (heartbeats) is the test clock.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Layer, Option, Queue, Ref, Schema, Scope, TestClock } from "effect"
+import { Clock, Context, Deferred, Effect, Exit, Layer, Option, Queue, Ref, Schema, Scope, TestClock } from "effect"
 import { WebSocket } from "ws"
 import { edgeOptions } from "../../src/app/Start.ts"
 import { AppConfig } from "../../src/config/AppConfig.ts"
 import { GovernanceSettings, settingsOf } from "../../src/governance/Governance.ts"
+import * as RateLimit from "../../src/governance/RateLimit.ts"
 import { Door } from "../../src/http/FrontDoor.ts"
+import type { Authorized } from "../../src/http/Principal.ts"
+import { SyncTokens, type TokenRefused } from "../../src/sync/SyncTokens.ts"
 import { Readiness, layer as readinessLayer } from "../../src/http/Readiness.ts"
 import * as RootRoutes from "../../src/http/RootRoutes.ts"
 import { listen, ServingApp, servingAppLayer } from "../../src/http/Server.ts"
@@ -71,10 +74,10 @@ const fakeEngine = (engine: Engine) => {
         for (const id of ids) connection.send(result(id, 500))
       }),
     reauthorize: (_connection, fresh) => Effect.sync(() => void engine.calls.push(`reauthorize ${fresh}`)),
-    closeAll: (connection, code) =>
+    closeAll: (connection, code, reason) =>
       Effect.sync(() => {
         engine.calls.push(`closeAll ${code}`)
-        for (const id of of(connection)) connection.send({ type: "closed", id, code, reason: code })
+        for (const id of of(connection)) connection.send({ type: "closed", id, code, reason })
         held.delete(connection)
       }),
     disconnect: (connection) =>
@@ -92,10 +95,34 @@ const fakeEngine = (engine: Engine) => {
 interface Server {
   readonly url: string
   readonly engine: Engine
+  /** The log lines written (the request log's among them). */
+  readonly lines: ReadonlyArray<string>
+}
+
+/**
+ * Stand-in tokens, as `--smart` verifies them: `good:<client>:<patient>:<expires at, ms>` names that client
+ * (user `u`, scopes `patient/*.rs`) until it expires, unless it is in `revoked`; anything else is unknown.
+ */
+const fakeTokens = (revoked: Set<string>) =>
+  SyncTokens.of({
+    verify: (token, address) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Authorized, TokenRefused> => {
+        const [kind, clientId, patient, expires] = token.split(":")
+        if (kind !== "good" || clientId === undefined || expires === undefined) return Effect.fail({ code: "Unauthorized" as const, reason: "the token is not a well-formed access token of this server" })
+        if (revoked.has(token)) return Effect.fail({ code: "TokenRevoked" as const, reason: "the token was revoked" })
+        if (Number(expires) <= now) return Effect.fail({ code: "TokenExpired" as const, reason: "the token has expired" })
+        const principal: Authorized = { _tag: "Authorized", address, clientId, user: "u", scopes: ["patient/*.rs"], patient, expiresAt: Number(expires) }
+        return Effect.succeed(principal)
+      })
+  })
+
+interface ServerOptions {
+  /** Serve as under `--smart`, with the stand-in tokens (revoked: those in the set). */
+  readonly revoked?: Set<string>
 }
 
 /** The HTTP edge with `/sync` served by SyncSockets over the stand-in engine, stopped when `scope` closes. */
-const startServer = (rateLimit: Record<string, unknown> = {}) =>
+const startServer = (rateLimit: Record<string, unknown> = {}, options: ServerOptions = {}) =>
   Effect.gen(function*() {
     const config = Schema.decodeUnknownSync(AppConfig)({ rate_limit: rateLimit })
     const lines: Array<string> = []
@@ -103,18 +130,24 @@ const startServer = (rateLimit: Record<string, unknown> = {}) =>
       Layer.mergeAll(Log.layer("warning"), readinessLayer, servingAppLayer).pipe(Layer.provideMerge(Log.memorySink(lines)))
     )
     const { address, door } = yield* listen({ host: "127.0.0.1", port: 0 }, edgeOptions(config)).pipe(Effect.provide(context))
+    const settings = { ...settingsOf(config), smart: options.revoked !== undefined }
+    if (config.rate_limit.enabled && config.rate_limit.requests_per_second !== undefined) {
+      const { policy } = RateLimit.buckets({ limits: RateLimit.limitsOf(config.rate_limit, false), clock: yield* Effect.clock, share: () => 1 })
+      door.install({ policies: [policy], listeners: [] })
+    }
     const engine: Engine = { calls: [], flood: [], disconnected: yield* Queue.unbounded<SyncConnection>(), subscribers: [] }
     // Built after the server listens, so that its connections close (1001) before the server drains.
     const sockets = yield* Layer.build(SyncSockets.layer.pipe(Layer.provide(Layer.mergeAll(
       Layer.succeed(LiveQueries, fakeEngine(engine)),
-      Layer.succeed(GovernanceSettings, settingsOf(config)),
-      Layer.succeed(Door, door)
+      Layer.succeed(GovernanceSettings, settings),
+      Layer.succeed(Door, door),
+      options.revoked === undefined ? Layer.empty : Layer.succeed(SyncTokens, fakeTokens(options.revoked))
     ))))
     const handlers = { "/sync": (request: RootRoutes.RootRequest) => SyncSockets.handler(request).pipe(Effect.provide(sockets)) }
     yield* Ref.set(Context.get(context, ServingApp), Option.some(RootRoutes.app(RootRoutes.withHandlers(RootRoutes.rootRoutes, handlers))))
     yield* Effect.flatMap(Readiness, (readiness) => readiness.serving(Effect.succeed({ status: "ok" }), Effect.succeed({}))).pipe(Effect.provide(context))
     const port = address._tag === "TcpAddress" ? address.port : 0
-    const server: Server = { url: `http://127.0.0.1:${port}`, engine }
+    const server: Server = { url: `http://127.0.0.1:${port}`, engine, lines }
     return server
   })
 
@@ -367,5 +400,134 @@ describe("/sync connections", () => {
       yield* Scope.close(scope, Exit.void)
       expect(yield* client.closed).toEqual({ code: 1001, reason: "the server is stopping" })
       expect(yield* Queue.take(server.engine.disconnected)).toBeDefined()
+    }))
+
+  it.scoped("charges each subscribe as cost class sync: past the rate limit it is answered QueryFailed RateLimited with retryAfter, and each is a request log line", () =>
+    Effect.gen(function*() {
+      // A burst of 10 units: the upgrade (class sync, 5) and one subscribe (5) spend it.
+      const server = yield* startServer({ requests_per_second: 1, burst: 10, cost: { export: 5 } })
+      const client = yield* connect(server)
+      expect(yield* ask(client, { type: "subscribe", id: "a", query: "Patient?name=a" })).toMatchObject({ type: "result", id: "a" })
+      const refused = yield* ask(client, { type: "subscribe", id: "b", query: "Patient?name=b" })
+      expect(refused).toMatchObject({ type: "QueryFailed", id: "b", code: "RateLimited", retryAfter: 5 })
+      expect(refused.outcome.issue[0]).toMatchObject({ code: "throttled" })
+      expect(refused.outcome.issue[0].diagnostics).toMatch(/class sync costs 5/)
+      expect(server.engine.calls).toEqual(["subscribe a Patient?name=a"])
+      // The bucket fills again with the clock.
+      yield* TestClock.adjust("5 seconds")
+      expect(yield* ask(client, { type: "subscribe", id: "b", query: "Patient?name=b" })).toMatchObject({ type: "result", id: "b" })
+      const steps = server.lines.map((line) => JSON.parse(line)).filter((line) => line.message === "request" && line.method === "SUBSCRIBE")
+      expect(steps.map((line) => [line.path, line.status])).toEqual([["/fhir/Patient", 200], ["/fhir/Patient", 429], ["/fhir/Patient", 200]])
+      expect(new Set(steps.map((line) => line.request_id)).size).toBe(3)
+    }))
+})
+
+/** The next message that is not a heartbeat (the test clock moves past heartbeats too). */
+const nextSaid = (client: Client): Effect.Effect<any> =>
+  Effect.flatMap(client.next, (message) => (message.type === "heartbeat" ? nextSaid(client) : Effect.succeed(message)))
+
+/** Sends `message` and gives the next message received that is not a heartbeat. */
+const said = (client: Client, message: unknown) => Effect.suspend(() => (client.send(message), nextSaid(client)))
+
+const good = (client: string, patient: string, expiresAt: number) => `good:${client}:${patient}:${expiresAt}`
+
+describe("/sync connections under --smart", () => {
+  it.scoped("serves no subscribe without a token: error Unauthorized, then closed with 4401", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer({}, { revoked: new Set() })
+      const client = yield* connect(server)
+      expect(yield* said(client, { type: "ping" })).toEqual({ type: "pong" })
+      expect(yield* said(client, { type: "subscribe", id: "a", query: "Patient" })).toMatchObject({ type: "error", code: "Unauthorized" })
+      expect((yield* client.closed).code).toBe(4401)
+      yield* Queue.take(server.engine.disconnected)
+      expect(server.engine.calls).toEqual(["disconnect"])
+    }))
+
+  it.scoped("takes a token in an auth message: a bad one is refused and closes the connection (4401), a good one serves its caller", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer({}, { revoked: new Set() })
+      const refused = yield* connect(server)
+      const answer = yield* said(refused, { type: "auth", token: "forged" })
+      expect(answer).toEqual({ type: "error", code: "Unauthorized", message: "the token is not a well-formed access token of this server" })
+      expect((yield* refused.closed).code).toBe(4401)
+      const client = yield* connect(server)
+      expect(yield* said(client, { type: "auth", token: good("app", "pa", 3_600_000) })).toEqual({ type: "authorized", expiresIn: 3600 })
+      expect(yield* said(client, { type: "subscribe", id: "a", query: "Patient?name=a" })).toMatchObject({ type: "result", id: "a" })
+      expect(server.engine.subscribers[0]!.principal).toMatchObject({ _tag: "Authorized", clientId: "app", patient: "pa" })
+    }))
+
+  it.scoped("closes a connection that sent no token within 30 s of the clock with 4401", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer({}, { revoked: new Set() })
+      const client = yield* connect(server)
+      expect(yield* said(client, { type: "ping" })).toEqual({ type: "pong" })
+      yield* TestClock.adjust("29 seconds")
+      expect(yield* said(client, { type: "ping", nonce: "29 s" })).toEqual({ type: "pong", nonce: "29 s" })
+      yield* TestClock.adjust("1 second")
+      expect(yield* nextSaid(client)).toMatchObject({ type: "error", code: "Unauthorized", message: expect.stringMatching(/no token came within 30s/) })
+      expect((yield* client.closed).code).toBe(4401)
+    }))
+
+  it.scoped("closes every query with closed TokenExpired when the token expires; a new token of the same caller serves again, another caller's is refused", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer({}, { revoked: new Set() })
+      const client = yield* connect(server)
+      expect(yield* said(client, { type: "auth", token: good("app", "pa", 45_000) })).toEqual({ type: "authorized", expiresIn: 45 })
+      expect(yield* said(client, { type: "subscribe", id: "a", query: "Patient?name=a" })).toMatchObject({ type: "result", id: "a" })
+      expect(yield* said(client, { type: "subscribe", id: "b", query: "Patient?name=b" })).toMatchObject({ type: "result", id: "b" })
+      yield* TestClock.adjust("44 seconds")
+      expect(yield* said(client, { type: "ping", nonce: "44 s" })).toEqual({ type: "pong", nonce: "44 s" })
+      yield* TestClock.adjust("1 second")
+      expect([yield* nextSaid(client), yield* nextSaid(client), yield* nextSaid(client)]).toEqual([
+        { type: "closed", id: "a", code: "TokenExpired", reason: "the token has expired" },
+        { type: "closed", id: "b", code: "TokenExpired", reason: "the token has expired" },
+        { type: "error", code: "TokenExpired", message: "the token has expired: send an auth message with a new token within 30s" }
+      ])
+      expect(server.engine.calls.at(-1)).toBe("closeAll TokenExpired")
+      // Within 30 s, a new token of the same caller.
+      yield* TestClock.adjust("20 seconds")
+      expect(yield* said(client, { type: "auth", token: good("app", "pa", 3_600_000) })).toEqual({ type: "authorized", expiresIn: 3535 })
+      expect(yield* said(client, { type: "subscribe", id: "a", query: "Patient?name=a" })).toMatchObject({ type: "result", id: "a" })
+      // Renewed with the same scopes and patient, the queries stay as they are; with another patient they are checked and sent afresh.
+      expect(yield* said(client, { type: "auth", token: good("app", "pa", 7_200_000) })).toMatchObject({ type: "authorized" })
+      expect(yield* said(client, { type: "auth", token: good("app", "pb", 7_200_000) })).toMatchObject({ type: "authorized" })
+      expect(server.engine.calls.filter((call) => call.startsWith("reauthorize"))).toEqual(["reauthorize false", "reauthorize true"])
+      const other = yield* said(client, { type: "auth", token: good("other", "pa", 7_200_000) })
+      expect(other).toMatchObject({ type: "error", code: "Unauthorized", message: expect.stringMatching(/serves client:app\/user:u/) })
+      expect(server.engine.subscribers.at(-1)!.principal).toMatchObject({ clientId: "app", patient: "pb" })
+      expect(yield* said(client, { type: "ping" })).toEqual({ type: "pong" })
+    }))
+
+  it.scoped("checks the token again every 30 s: a revoked one closes every query with closed TokenRevoked", () =>
+    Effect.gen(function*() {
+      const revoked = new Set<string>()
+      const server = yield* startServer({}, { revoked })
+      const token = good("app", "pa", 3_600_000)
+      const client = yield* connect(server)
+      expect(yield* said(client, { type: "auth", token })).toMatchObject({ type: "authorized" })
+      expect(yield* said(client, { type: "subscribe", id: "a", query: "Patient?name=a" })).toMatchObject({ type: "result", id: "a" })
+      yield* TestClock.adjust("30 seconds")
+      expect(yield* said(client, { type: "ping", nonce: "still" })).toEqual({ type: "pong", nonce: "still" })
+      revoked.add(token)
+      yield* TestClock.adjust("30 seconds")
+      expect(yield* nextSaid(client)).toEqual({ type: "closed", id: "a", code: "TokenRevoked", reason: "the token was revoked" })
+      expect(yield* nextSaid(client)).toMatchObject({ type: "error", code: "TokenRevoked" })
+      // No new token within 30 s: closed.
+      yield* TestClock.adjust("30 seconds")
+      expect(yield* nextSaid(client)).toMatchObject({ type: "error", code: "Unauthorized" })
+      expect((yield* client.closed).code).toBe(4401)
+    }))
+
+  it.scoped("counts a connection opened without a token against its token's caller once it has one", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer({ max_sync_connections: 1 }, { revoked: new Set() })
+      const first = yield* connect(server)
+      expect(yield* said(first, { type: "auth", token: good("app", "pa", 3_600_000) })).toMatchObject({ type: "authorized" })
+      // The address's slot is free again: a second connection opens, but may not become the same caller's.
+      const second = yield* connect(server)
+      expect(yield* said(second, { type: "auth", token: good("app", "pa", 3_600_000) })).toMatchObject({ type: "error", code: "TooManyConnections" })
+      expect((yield* second.closed).code).toBe(1008)
+      const third = yield* connect(server)
+      expect(yield* said(third, { type: "auth", token: good("another", "pa", 3_600_000) })).toMatchObject({ type: "authorized" })
     }))
 })
