@@ -61,6 +61,16 @@ const connect = () => {
         socket.close()
         process.exitCode = 1
         break
+      case "closed":
+      case "error":
+        // Under --smart, the token expired or was revoked: a new one is needed (SVC_TOKEN of a new run).
+        console.error(`${message.type === "closed" ? "the query was closed" : "error"} (${message.code}): ${message.reason ?? message.message}`)
+        if (message.type === "closed" || message.code !== "BadMessage") {
+          stopping = true
+          socket.close()
+          process.exitCode = 1
+        }
+        break
       default:
         break
     }
