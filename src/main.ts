@@ -24,7 +24,7 @@ const migrating = args[0] === "migrate"
 const exitCodeOf = (error: { readonly _tag: string }): number => {
   if (error._tag === "ExitWith") return "code" in error && typeof error.code === "number" ? error.code : 1
   if (error._tag === "UsageError") return 2
-  if (error._tag === "DatabaseInUse") return 3
+  if (error._tag === "DatabaseInUse" || error._tag === "LeaseHeld") return 3
   if (error._tag === "ConfigError" && "fromFlags" in error && error.fromFlags === true) return 2
   return migrating ? 2 : 1
 }

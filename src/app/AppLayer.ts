@@ -25,13 +25,27 @@ import { layer as catalogReloadLayer } from "../search/CatalogReload.ts"
 import { layer as statisticsLayer } from "../search/Statistics.ts"
 import { layer as resourceStoreLayer, StoreSettings } from "../store/ResourceStore.ts"
 import { layer as writerLayer } from "../db/Writer.ts"
-import { alwaysHeld, type WriterLease } from "../db/WriterLease.ts"
+import { alwaysHeld, WriterLease } from "../db/WriterLease.ts"
+import * as PostgresLease from "../db/PostgresLease.ts"
+import type { DatabaseInUse, DatabaseOpenError } from "../db/errors.ts"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import { randomBytes } from "node:crypto"
+import * as Os from "node:os"
 import { indexForSearch, prepareConformance } from "./Conformance.ts"
 import { GovernanceSettings, layer as governanceLayer, settingsOf as governanceSettingsOf } from "../governance/Governance.ts"
 import { AuditKey, commitHookLayer, noAuditKey } from "../governance/audit/AuditTrail.ts"
 
 /** `database.*` and `cluster.db_pool`: what the database is and how it is opened. */
 export class DatabaseSettings extends Context.Tag("svc/app/DatabaseSettings")<DatabaseSettings, DatabaseOptions>() {}
+
+/** `cluster.*`: the process's role and the writer lease's length (docs/cluster.md). */
+export class ClusterSettings extends Context.Tag("svc/app/ClusterSettings")<ClusterSettings, {
+  readonly role: "primary" | "standby" | "replica"
+  readonly leaseSeconds: number
+}>() {}
+
+/** The writer lease this process holds on Postgres: its epoch, and what fails once another process takes it. */
+export class HeldWriterLease extends Context.Tag("svc/app/HeldWriterLease")<HeldWriterLease, PostgresLease.HeldLease>() {}
 
 /** `fhir.version` and `conformance.packages`: what the catalog is built from. */
 export class ConformanceSettings extends Context.Tag("svc/app/ConformanceSettings")<ConformanceSettings, {
@@ -44,15 +58,17 @@ export const databaseOptions = (config: AppConfig): DatabaseOptions => ({
   sqlitePath: config.database.sqlite_path,
   postgresUrl: config.database.postgres_url,
   pool: config.cluster.db_pool,
-  statementTimeoutMs: config.database.statement_timeout_ms
+  statementTimeoutMs: config.database.statement_timeout_ms,
+  idleInTransactionMs: config.cluster.lease_seconds * 1000
 })
 
 /** The sections of `config` the graph reads, and the package fetcher its `conformance.*` settings make. */
 export const configLayer = (
   config: AppConfig
-): Layer.Layer<DatabaseSettings | ConformanceSettings | StoreSettings | RestSettings | GovernanceSettings | PackageFetcher> =>
+): Layer.Layer<DatabaseSettings | ClusterSettings | ConformanceSettings | StoreSettings | RestSettings | GovernanceSettings | PackageFetcher> =>
   Layer.mergeAll(
     Layer.succeed(DatabaseSettings, databaseOptions(config)),
+    Layer.succeed(ClusterSettings, { role: config.cluster.role, leaseSeconds: config.cluster.lease_seconds }),
     Layer.succeed(ConformanceSettings, { fhirVersion: config.fhir.version, packages: config.conformance.packages }),
     Layer.succeed(StoreSettings, {
       updateAsCreate: config.conformance.update_as_create,
@@ -68,12 +84,49 @@ export const configLayer = (
     fetcherLayer(optionsFromConfig(config.conformance))
   )
 
-/** The database, opened and then locked for this process (a second process on it stops here: exit status 3). */
+/** This process, as the writer lease names its holder: host, process id and a random part. */
+const holderName = () => `${Os.hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`
+
+/**
+ * The writer lease on Postgres (PostgresLease.ts), taken before anything else: a primary takes it or stops
+ * (another holds it: exit status 3), a standby waits for it, reported as starting; either is the primary
+ * from then on. Every write transaction checks it (WriterLease).
+ */
+const lease = Layer.scopedContext(Effect.gen(function*() {
+  const options = yield* DatabaseSettings
+  const cluster = yield* ClusterSettings
+  const readiness = yield* Readiness
+  const standby = cluster.role === "standby"
+  yield* readiness.setRole(standby ? "standby" : "primary")
+  if (standby) yield* readiness.starting(Reasons.waitingForLease)
+  const held = yield* PostgresLease.acquire({
+    url: options.postgresUrl ?? "",
+    times: PostgresLease.leaseTimes(cluster.leaseSeconds),
+    holder: holderName(),
+    wait: standby,
+    onHeld: (holder, secondsLeft) =>
+      readiness.starting(Reasons.waitingForLease, Effect.succeed({ lease: { holder, seconds_left: Math.ceil(secondsLeft) } }))
+  })
+  yield* readiness.setRole("primary")
+  yield* readiness.starting(Reasons.openingDatabase)
+  return Context.make(HeldWriterLease, held).pipe(Context.add(WriterLease, held.writerLease))
+}))
+
+/**
+ * The database, opened for this process: a SQLite file locked (a second process on it stops here: exit status
+ * 3); Postgres after the writer lease is held.
+ */
 const database = Layer.unwrapEffect(Effect.gen(function*() {
   const options = yield* DatabaseSettings
   const readiness = yield* Readiness
   yield* readiness.starting(Reasons.openingDatabase)
-  return Layer.provideMerge(Layer.scopedDiscard(ProcessLock.acquire(options)), databaseLayer(options))
+  // The lease's services (WriterLease, HeldWriterLease) reach those built on the database at run time, in place
+  // of the input's `alwaysHeld`; the type names the database's.
+  const opened: Layer.Layer<Database | SqlClient.SqlClient, DatabaseOpenError | DatabaseInUse | PostgresLease.LeaseHeld, Readiness | DatabaseSettings | ClusterSettings> =
+    options.kind === "postgres"
+      ? Layer.provideMerge(databaseLayer(options), lease)
+      : Layer.provideMerge(Layer.scopedDiscard(ProcessLock.acquire(options)), databaseLayer(options))
+  return opened
 }))
 
 /** Migrations: applied by a process that will write, checked by one that will not (spec: Versioning). */
@@ -120,11 +173,11 @@ export class RoleUnavailable extends Data.TaggedError("RoleUnavailable")<{ reado
 }
 
 /**
- * The services of a process of `role`. Only the primary is in this build (the command line refuses the
- * standby and replica roles); a process of another role would build a graph without the writer's side.
+ * The services of a process of `role`: the primary's graph for a primary and a standby (which builds it once it
+ * holds the writer lease). The replica's graph is not in this build (the command line refuses the role).
  */
 export const AppLayer = (role: string) =>
-  Layer.unwrapEffect(role === "primary" ? Effect.succeed(writerGraph(role)) : Effect.fail(new RoleUnavailable({ role })))
+  Layer.unwrapEffect(role === "primary" || role === "standby" ? Effect.succeed(writerGraph(role)) : Effect.fail(new RoleUnavailable({ role })))
 
 /**
  * The graph of `config.cluster.role` with the configuration's sections and the lease of a process that alone
@@ -136,6 +189,6 @@ export const appLayerOf = <O extends AppInput = never, E = never>(config: AppCon
 }
 
 /** What the graph is built from besides the readiness reporter: any of these a test may give its own. */
-export type AppInput = DatabaseSettings | ConformanceSettings | StoreSettings | RestSettings | GovernanceSettings | PackageFetcher | WriterLease | AuditKey
+export type AppInput = DatabaseSettings | ClusterSettings | ConformanceSettings | StoreSettings | RestSettings | GovernanceSettings | PackageFetcher | WriterLease | AuditKey
 
 export type { Database }

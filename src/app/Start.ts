@@ -12,7 +12,8 @@ import { CatalogReload } from "../search/CatalogReload.ts"
 import { Backfill, progressDetails } from "../search/Backfill.ts"
 import { Writer } from "../db/Writer.ts"
 import { ChangeFeed } from "../db/ChangeFeed.ts"
-import { type AppInput, appLayerOf } from "./AppLayer.ts"
+import { type AppInput, appLayerOf, HeldWriterLease } from "./AppLayer.ts"
+import type { LeaseLost } from "../db/WriterLease.ts"
 import { Governance } from "../governance/Governance.ts"
 import { defaultOptions as idleCollectOptions, processProbes, run as runIdleCollect } from "./IdleCollect.ts"
 import { makePeerList } from "../http/ClientAddress.ts"
@@ -90,6 +91,8 @@ export interface Started {
   readonly subscriptionsSettled: Effect.Effect<void>
   /** The live-query engine of `/sync`. */
   readonly liveQueries: LiveQueries["Type"]
+  /** Fails when another process takes this one's writer lease (Postgres): the process must stop. Never, otherwise. */
+  readonly leaseLost: Effect.Effect<never, LeaseLost>
 }
 
 /** Runs the server until interrupted; fails when listening, opening or migrating fails. */
@@ -112,6 +115,7 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
     const writer = Context.get(services, Writer)
     const catalogService = Context.get(services, CatalogService)
     const backfill = Context.get(services, Backfill)
+    const held = Option.getOrUndefined(Context.getOption(services, HeldWriterLease))
     const fhir = yield* FhirApp.make({
       maxBodyBytes: config.server.max_body_bytes,
       maxBundleEntries: config.server.max_bundle_entries,
@@ -166,6 +170,7 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       return {
         database: yield* db.stats,
         commits: { since_start: yield* writer.commits, last_commit_ts: yield* writer.lastCommitTs },
+        ...(held === undefined ? {} : { lease: { holder: held.holder, epoch: held.epoch } }),
         catalog: { generation: current.generation, resource_types: current.resourceTypes.length },
         search_index: progressDetails(yield* backfill.progress),
         ...(config.database.kind === "sqlite" ? { fast_path: { ...fastCounts } } : {}),
@@ -191,7 +196,8 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       changeFeed: Context.get(services, ChangeFeed),
       subscriptionSockets: Context.get(subscribing, SubscriptionSockets.SubscriptionSockets),
       subscriptionsSettled: subscriptions.settled,
-      liveQueries: Context.get(live, LiveQueries)
+      liveQueries: Context.get(live, LiveQueries),
+      leaseLost: held?.lost ?? Effect.never
     }
     return started
   })

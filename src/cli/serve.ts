@@ -46,10 +46,11 @@ export const runServe = (input: ServeInput) =>
     )
     yield* Effect.scoped(Effect.gen(function*() {
       // The audit chain's key is a secret: it comes from the environment, not the configuration.
-      yield* start(loaded.config, Layer.succeed(AuditKey, loaded.secrets.auditKey)).pipe(Effect.provideService(SmartSecrets, smartSecrets))
+      const started = yield* start(loaded.config, Layer.succeed(AuditKey, loaded.secrets.auditKey)).pipe(Effect.provideService(SmartSecrets, smartSecrets))
       // Registered last, so it is armed first when shutdown begins.
       yield* Effect.addFinalizer(() => Effect.sync(armShutdownLimit))
-      return yield* Effect.never
+      // Serves until stopped, or until another process takes the writer lease: then it stops, and exits with status 1.
+      return yield* started.leaseLost
     })).pipe(Effect.provide(runtime))
   })
 

@@ -20,11 +20,11 @@ const rows: ReadonlyArray<Row> = [
   { flags: ["--terminology"], setting: "terminology.urls", what: "terminology pull", on: (c) => c.terminology.urls.length > 0 },
   { flags: ["--trace-engine"], setting: "features.trace_engine", what: "the trace engine", on: (c) => c.features.trace_engine },
   { flags: ["--sdc-archiver"], setting: "features.sdc_archiver", what: "the SDC archiver", on: (c) => c.features.sdc_archiver },
-  { flags: ["--role", "--standby"], setting: "cluster.role", what: "the standby and replica roles", on: (c) => c.cluster.role !== "primary" },
+  { flags: ["--role"], setting: "cluster.role", what: "the replica role", on: (c) => c.cluster.role === "replica" },
   { flags: ["--primary-url"], setting: "cluster.primary_url", what: "replicas", on: (c) => c.cluster.primary_url !== undefined }
 ]
 
-/** The flags refused at start-up because their capability is not built yet (`--role primary` is not). */
+/** The flags refused at start-up because their capability is not built yet (`--role primary` and `--role standby` are not). */
 export const unavailableFlags: ReadonlyArray<string> = rows.flatMap((row) => row.flags).filter((flag) => flag !== "--role")
 
 /** Fails with one message listing every flag and setting that names a capability not built yet. */
@@ -32,8 +32,8 @@ export const refuseUnavailable = (config: AppConfig, namedFlags: ReadonlyArray<s
   const problems: Array<string> = []
   for (const row of rows) {
     const flags = row.flags.filter((flag) => namedFlags.includes(flag))
-    // --role primary names the only role there is.
-    const relevant = row.setting === "cluster.role" ? (config.cluster.role !== "primary" ? flags : []) : flags
+    // --role primary and --role standby name roles this build has.
+    const relevant = row.setting === "cluster.role" ? (config.cluster.role === "replica" ? flags : []) : flags
     if (relevant.length > 0) problems.push(`${relevant.join(", ")}: ${row.what} is not available in this build yet`)
     else if (row.on(config)) problems.push(`${row.setting}: ${row.what} is not available in this build yet`)
   }

@@ -64,7 +64,9 @@ export const ClusterSection = Schema.Struct({
   role: def(ClusterRole, "primary"),
   primary_url: opt(httpUrl),
   // loadAppConfig fills 8 for postgres before decoding; 4 is the SQLite and memory default.
-  db_pool: def(int(1), 4)
+  db_pool: def(int(1), 4),
+  // The writer lease's length on Postgres (docs/cluster.md): renewed five times within it.
+  lease_seconds: def(int(2), 10)
 })
 
 export const ConformanceSection = Schema.Struct({

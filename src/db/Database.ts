@@ -21,6 +21,12 @@ export interface DatabaseOptions {
   readonly pool: number
   /** Postgres: the most one statement may run (`statement_timeout`), in ms; 0 or unset sets none. */
   readonly statementTimeoutMs?: number | undefined
+  /**
+   * Postgres: the longest a connection may stay idle inside a transaction before the database ends its session
+   * (`idle_in_transaction_session_timeout`), in ms; 0 or unset sets none. The writer lease's length: a process
+   * paused inside a write transaction cannot keep a standby from taking over (PostgresLease.ts).
+   */
+  readonly idleInTransactionMs?: number | undefined
 }
 
 export type Dialect = "sqlite" | "pg"
@@ -152,7 +158,7 @@ export const make = (
         if (options.postgresUrl === undefined || options.postgresUrl === "") {
           return yield* new DatabaseOpenError({ database: name, reason: "no Postgres URL is configured" })
         }
-        const opened = yield* openPostgres({ url: options.postgresUrl, pool: Math.max(1, options.pool), statementTimeoutMs: options.statementTimeoutMs })
+        const opened = yield* openPostgres({ url: options.postgresUrl, pool: Math.max(1, options.pool), statementTimeoutMs: options.statementTimeoutMs, idleInTransactionMs: options.idleInTransactionMs })
         const writer: SqlClient.SqlClient = opened.client
         const withReader: Database["Type"]["withReader"] = (f) => f(writer)
         const stats = Effect.sync(() => ({

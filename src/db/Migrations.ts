@@ -249,4 +249,4 @@ export const checkMigrated = Effect.fn("Migrations.check")(function*(options: {
 })
 
 /** Whether a process of `role` writes the database, and so applies its migrations at start-up. */
-export const migratesAtStart = (role: string): boolean => role === "primary"
+export const migratesAtStart = (role: string): boolean => role !== "replica"

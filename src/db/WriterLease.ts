@@ -14,7 +14,11 @@ import { Context, Data, Effect, Layer } from "effect"
 export class LeaseLost extends Data.TaggedError("LeaseLost")<{
   /** Why the lease is not held (taken by another process, expired...). */
   readonly reason: string
-}> {}
+}> {
+  override get message(): string {
+    return this.reason
+  }
+}
 
 export class WriterLease extends Context.Tag("svc/db/WriterLease")<WriterLease, {
   /** Succeeds while this process holds the lease; run on the writer's connection, inside the transaction. */

@@ -51,6 +51,8 @@ export interface PostgresOpenOptions {
   readonly pool: number
   /** `statement_timeout` of every pool connection, in ms; 0 or unset sets none. */
   readonly statementTimeoutMs?: number | undefined
+  /** `idle_in_transaction_session_timeout` of every pool connection, in ms; 0 or unset sets none. */
+  readonly idleInTransactionMs?: number | undefined
 }
 
 export interface OpenedPostgres {
@@ -64,7 +66,7 @@ export const poolWait = connectTimeout
 
 const cancelStatement = /^SELECT pg_cancel_backend\((\d+)\)$/
 
-const makePool = (target: PostgresTarget, size: number, ssl: () => false | Tls.ConnectionOptions, statementTimeoutMs: number): pg.Pool => {
+const makePool = (target: PostgresTarget, size: number, ssl: () => false | Tls.ConnectionOptions, statementTimeoutMs: number, idleInTransactionMs: number): pg.Pool => {
   // A client class of our own so each new connection takes the current (possibly rotated) certificates.
   class TlsClient extends pg.Client {
     constructor(config?: pg.ClientConfig) {
@@ -77,6 +79,7 @@ const makePool = (target: PostgresTarget, size: number, ssl: () => false | Tls.C
     connectionTimeoutMillis: Duration.toMillis(poolWait),
     application_name: "svc",
     ...(statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {}),
+    ...(idleInTransactionMs > 0 ? { idle_in_transaction_session_timeout: idleInTransactionMs } : {}),
     Client: TlsClient
   })
   pool.on("error", () => {})
@@ -155,7 +158,7 @@ export const openPostgres = (
     }
     const connect = (useTls: boolean) =>
       Effect.acquireRelease(
-        Effect.sync(() => makePool(target, options.pool, useTls ? current : () => false, options.statementTimeoutMs ?? 0)),
+        Effect.sync(() => makePool(target, options.pool, useTls ? current : () => false, options.statementTimeoutMs ?? 0, options.idleInTransactionMs ?? 0)),
         // A release runs uninterruptibly: without `interruptible` the timeout would wait for `end` all the same.
         (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000), Effect.ignore)
       ).pipe(Effect.tap((pool) =>

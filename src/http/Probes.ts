@@ -4,9 +4,9 @@
  */
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { Readiness } from "./Readiness.ts"
+import { Readiness, type Role } from "./Readiness.ts"
 
-export type Role = "primary" | "standby" | "replica"
+export type { Role }
 
 export interface ProbeOptions {
   readonly role: Role
@@ -39,12 +39,13 @@ const healthz = (request: HttpServerRequest.HttpServerRequest, options: ProbeOpt
     const readiness = yield* Readiness
     const ready = yield* readiness.check
     const phase = yield* readiness.phase
+    const role = (yield* readiness.role) ?? options.role
     // A standby takes no traffic even when it could: the balancer must send it nothing.
-    const ok = ready.status === "ok" && options.role !== "standby"
+    const ok = ready.status === "ok" && role !== "standby"
     const body: Record<string, unknown> = {
       status: ok ? "ok" : ready.status === "ok" ? "unavailable" : ready.status,
-      role: options.role,
-      ...(ready.reason ? { reason: ready.reason } : options.role === "standby" ? { reason: "standby takes no traffic" } : {})
+      role,
+      ...(ready.reason ? { reason: ready.reason } : role === "standby" ? { reason: "standby takes no traffic" } : {})
     }
     // While starting, a step may say how far it has got (the search index backfill does).
     const details = phase._tag === "stopping" ? undefined : phase.details

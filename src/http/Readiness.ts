@@ -7,6 +7,9 @@ import { Clock, Context, Deferred, Duration, Effect, Layer, Ref, SynchronizedRef
 
 export type ReadyStatus = "ok" | "starting" | "unavailable"
 
+/** A process's role on its database (spec: Process roles). */
+export type Role = "primary" | "standby" | "replica"
+
 export interface ReadyResult {
   readonly status: ReadyStatus
   readonly reason?: string
@@ -23,6 +26,7 @@ export const Reasons = {
   databaseFailed: "database query failed",
   databaseTimeout: "database query took more than 2 seconds",
   stopping: "process is stopping",
+  waitingForLease: "standby: waiting for the writer lease",
   auditBacklog: "audit events cannot be written to the database"
 } as const
 
@@ -105,12 +109,18 @@ export class Readiness extends Context.Tag("svc/http/Readiness")<Readiness, {
   readonly require: (condition: () => string | undefined) => Effect.Effect<void>
   /** The answer of `/readyz`. */
   readonly check: Effect.Effect<ReadyResult>
+  /** The role now, once start-up has said it (a standby that took the writer lease is the primary from then on). */
+  readonly role: Effect.Effect<Role | undefined>
+  readonly setRole: (role: Role) => Effect.Effect<void>
 }>() {}
 
 export const make = Effect.gen(function*() {
   const phase = yield* Ref.make<Phase>({ _tag: "starting", reason: Reasons.starting })
   const conditions: Array<() => string | undefined> = []
+  const role = yield* Ref.make<Role | undefined>(undefined)
   return Readiness.of({
+    role: Ref.get(role),
+    setRole: (next) => Ref.set(role, next),
     phase: Ref.get(phase),
     starting: (reason, details) => Ref.set(phase, details === undefined ? { _tag: "starting", reason } : { _tag: "starting", reason, details }),
     serving: (probe, details) => Ref.set(phase, { _tag: "serving", probe, details }),
