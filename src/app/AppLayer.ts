@@ -27,8 +27,6 @@ import { layer as resourceStoreLayer, StoreSettings } from "../store/ResourceSto
 import { layer as writerLayer } from "../db/Writer.ts"
 import { alwaysHeld, WriterLease } from "../db/WriterLease.ts"
 import * as PostgresLease from "../db/PostgresLease.ts"
-import type { DatabaseInUse, DatabaseOpenError } from "../db/errors.ts"
-import type * as SqlClient from "@effect/sql/SqlClient"
 import { randomBytes } from "node:crypto"
 import * as Os from "node:os"
 import { indexForSearch, prepareConformance } from "./Conformance.ts"
@@ -90,9 +88,10 @@ const holderName = () => `${Os.hostname()}:${process.pid}:${randomBytes(3).toStr
 /**
  * The writer lease on Postgres (PostgresLease.ts), taken before anything else: a primary takes it or stops
  * (another holds it: exit status 3), a standby waits for it, reported as starting; either is the primary
- * from then on. Every write transaction checks it (WriterLease).
+ * from then on. Every write transaction checks it (WriterLease). An input of the graph, like SQLite's
+ * `alwaysHeld`, so that a test may give its own check in its place.
  */
-const lease = Layer.scopedContext(Effect.gen(function*() {
+export const postgresLease = Layer.scopedContext(Effect.gen(function*() {
   const options = yield* DatabaseSettings
   const cluster = yield* ClusterSettings
   const readiness = yield* Readiness
@@ -114,19 +113,15 @@ const lease = Layer.scopedContext(Effect.gen(function*() {
 
 /**
  * The database, opened for this process: a SQLite file locked (a second process on it stops here: exit status
- * 3); Postgres after the writer lease is held.
+ * 3); Postgres once the writer lease is held (`postgresLease`).
  */
 const database = Layer.unwrapEffect(Effect.gen(function*() {
   const options = yield* DatabaseSettings
   const readiness = yield* Readiness
   yield* readiness.starting(Reasons.openingDatabase)
-  // The lease's services (WriterLease, HeldWriterLease) reach those built on the database at run time, in place
-  // of the input's `alwaysHeld`; the type names the database's.
-  const opened: Layer.Layer<Database | SqlClient.SqlClient, DatabaseOpenError | DatabaseInUse | PostgresLease.LeaseHeld, Readiness | DatabaseSettings | ClusterSettings> =
-    options.kind === "postgres"
-      ? Layer.provideMerge(databaseLayer(options), lease)
-      : Layer.provideMerge(Layer.scopedDiscard(ProcessLock.acquire(options)), databaseLayer(options))
-  return opened
+  // On Postgres the writer lease, an input, was taken before.
+  if (options.kind === "postgres") return databaseLayer(options)
+  return Layer.provideMerge(Layer.scopedDiscard(ProcessLock.acquire(options)), databaseLayer(options))
 }))
 
 /** Migrations: applied by a process that will write, checked by one that will not (spec: Versioning). */
@@ -184,11 +179,14 @@ export const AppLayer = (role: string) =>
  * writes its database; `overrides` (a test's) takes the place of any of these inputs.
  */
 export const appLayerOf = <O extends AppInput = never, E = never>(config: AppConfig, overrides?: Layer.Layer<O, E>) => {
-  const inputs = Layer.mergeAll(configLayer(config), alwaysHeld, noAuditKey)
+  const settings = configLayer(config)
+  // The writer lease first: on Postgres it decides whether this process may go on (and migrate).
+  const lease = config.database.kind === "postgres" ? Layer.provide(postgresLease, settings) : alwaysHeld
+  const inputs = Layer.mergeAll(settings, lease, noAuditKey)
   return AppLayer(config.cluster.role).pipe(Layer.provideMerge(overrides === undefined ? inputs : Layer.merge(inputs, overrides)))
 }
 
 /** What the graph is built from besides the readiness reporter: any of these a test may give its own. */
-export type AppInput = DatabaseSettings | ClusterSettings | ConformanceSettings | StoreSettings | RestSettings | GovernanceSettings | PackageFetcher | WriterLease | AuditKey
+export type AppInput = DatabaseSettings | ClusterSettings | HeldWriterLease | ConformanceSettings | StoreSettings | RestSettings | GovernanceSettings | PackageFetcher | WriterLease | AuditKey
 
 export type { Database }

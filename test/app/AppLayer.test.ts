@@ -23,9 +23,9 @@ const postgres = backends.find((backend) => backend.kind === "postgres")!
 describe.skipIf(postgres.skip)("the start-up graph", () => {
   it.scoped("is chosen by the role: a role this build does not have stops start-up with a message", () =>
     Effect.gen(function*() {
-      const exit = yield* Effect.exit(startServer("postgres", { cluster: { role: "standby" } }))
+      const exit = yield* Effect.exit(startServer("postgres", { cluster: { role: "replica", primary_url: "http://127.0.0.1:9" } }))
       expect(Exit.isFailure(exit)).toBe(true)
-      if (Exit.isFailure(exit)) expect(String(Cause.squash(exit.cause))).toContain("the standby role is not in this build")
+      if (Exit.isFailure(exit)) expect(String(Cause.squash(exit.cause))).toContain("the replica role is not in this build")
     }))
 })
 

@@ -24,7 +24,7 @@ layer(NodeFileSystem.layer)("loadAppConfig", (it) => {
           log_level: "info"
         })
         expect(config.database).toEqual({ kind: "sqlite", sqlite_path: "svc.sqlite", statement_timeout_ms: 30000 })
-        expect(config.cluster).toEqual({ role: "primary", db_pool: 4 })
+        expect(config.cluster).toEqual({ role: "primary", db_pool: 4, lease_seconds: 10 })
         expect(config.conformance.reference_policy).toBe("strict")
         expect(config.conformance.update_as_create).toBe(false)
         expect(config.smart.enabled).toBe(false)
@@ -161,7 +161,7 @@ layer(NodeFileSystem.layer)("loadAppConfig", (it) => {
         })
         expect(config.database.kind).toBe("postgres")
         expect(config.database.postgres_url).toBe("postgres://svc@db.example.org/svc")
-        expect(config.cluster).toEqual({ role: "replica", primary_url: "http://primary.example.org:8080", db_pool: 12 })
+        expect(config.cluster).toEqual({ role: "replica", primary_url: "http://primary.example.org:8080", db_pool: 12, lease_seconds: 10 })
       }))
 
     it.scoped("generic SVC_<SECTION>_<SETTING> variables reach every leaf: integers, booleans and lists", () =>
