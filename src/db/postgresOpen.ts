@@ -5,7 +5,7 @@ import { Cause, Duration, Effect, Either, type Scope } from "effect"
 import pg from "pg"
 import type * as Tls from "node:tls"
 import { causeText, DatabaseOpenError } from "./errors.ts"
-import { maskUrl, parsePostgresUrl, type PostgresTarget, tlsLoader } from "./postgresTls.ts"
+import { clientTls, maskUrl, parsePostgresUrl, type PostgresTarget, tlsLoader } from "./postgresTls.ts"
 
 const connectTimeout = Duration.seconds(5)
 
@@ -70,7 +70,7 @@ const makePool = (target: PostgresTarget, size: number, ssl: () => false | Tls.C
   // A client class of our own so each new connection takes the current (possibly rotated) certificates.
   class TlsClient extends pg.Client {
     constructor(config?: pg.ClientConfig) {
-      super({ ...config, ssl: ssl() })
+      super({ ...config, ...clientTls(target, ssl()) })
     }
   }
   const pool = new pg.Pool({
@@ -197,7 +197,7 @@ export const openSession = (url: string): Effect.Effect<pg.Client, DatabaseOpenE
       Effect.acquireRelease(
         Effect.tryPromise({
           try: async () => {
-            const client = new pg.Client({ connectionString: target.connectionString, ssl: tls, application_name: "svc", connectionTimeoutMillis: Duration.toMillis(connectTimeout) })
+            const client = new pg.Client({ connectionString: target.connectionString, ...clientTls(target, tls), application_name: "svc", connectionTimeoutMillis: Duration.toMillis(connectTimeout) })
             client.on("error", () => {})
             try {
               await client.connect()

@@ -1,12 +1,15 @@
 /**
  * Postgres TLS from libpq-style URL parameters (interface spec, Versioning item 6):
- * `sslmode`, `sslrootcert`, `sslcert`, `sslkey`, mapped onto node-postgres' `ssl` options.
+ * `sslmode`, `sslrootcert`, `sslcert`, `sslkey` and `sslnegotiation`, mapped onto node-postgres' options.
  */
 import { Either } from "effect"
 import * as Fs from "node:fs"
 import * as Tls from "node:tls"
 
 export type SslMode = "disable" | "prefer" | "require" | "verify-ca" | "verify-full"
+
+/** How TLS starts: after Postgres' SSLRequest, or directly (Postgres 17 and later). */
+export type SslNegotiation = "postgres" | "direct"
 
 const modes: ReadonlyArray<SslMode> = ["disable", "prefer", "require", "verify-ca", "verify-full"]
 
@@ -17,6 +20,7 @@ export interface PostgresTarget {
   readonly host: string
   readonly unixSocket: boolean
   readonly mode: SslMode
+  readonly negotiation: SslNegotiation
   readonly rootcert?: string | undefined
   readonly cert?: string | undefined
   readonly key?: string | undefined
@@ -74,13 +78,24 @@ export const parsePostgresUrl = (url: string): Either.Either<PostgresTarget, str
   if ((cert === undefined) !== (key === undefined)) {
     return Either.left("give both sslcert and sslkey, or neither")
   }
-  for (const name of ["sslmode", "sslrootcert", "sslcert", "sslkey"]) params.delete(name)
+  const negotiation = params.get("sslnegotiation") ?? "postgres"
+  if (negotiation !== "postgres" && negotiation !== "direct") {
+    return Either.left(`unknown sslnegotiation "${negotiation}"; use postgres or direct`)
+  }
+  // As libpq: a direct start has no SSLRequest answer to fall back on, so the weak modes are refused.
+  if (negotiation === "direct" && (mode === "disable" || mode === "prefer")) {
+    return Either.left(`sslnegotiation=direct needs sslmode=require, verify-ca or verify-full (got ${mode})`)
+  }
+  // node-postgres would read these itself: sslnegotiation=direct there means TLS with its defaults
+  // (the system's trust store), replacing the options made here.
+  for (const name of ["sslmode", "sslrootcert", "sslcert", "sslkey", "sslnegotiation"]) params.delete(name)
   const host = params.get("host") ?? decodeURIComponent(parsed.hostname)
   return Either.right({
     connectionString: parsed.toString(),
     host,
     unixSocket: host.startsWith("/"),
     mode,
+    negotiation,
     rootcert,
     cert,
     key
@@ -112,6 +127,18 @@ export const sslOptions = (target: PostgresTarget, files: TlsFiles): false | Tls
       return { rejectUnauthorized: true, ca: files.ca, checkServerIdentity: checkSubjectAltName, ...clientCert }
   }
 }
+
+/**
+ * The TLS settings of one node-postgres connection. Both are always given, so node-postgres does not
+ * fall back to the `PGSSLMODE` or `PGSSLNEGOTIATION` environment variables.
+ */
+export const clientTls = (
+  target: PostgresTarget,
+  ssl: false | Tls.ConnectionOptions
+): { readonly ssl: false | Tls.ConnectionOptions; readonly sslnegotiation: SslNegotiation } => ({
+  ssl,
+  sslnegotiation: ssl === false ? "postgres" : target.negotiation
+})
 
 /**
  * The current `ssl` option of a target: the files are read again when their modification time

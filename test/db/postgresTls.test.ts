@@ -5,7 +5,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type * as Tls from "node:tls"
 import { make } from "../../src/db/Database.ts"
-import { maskUrl, parsePostgresUrl, type PostgresTarget, sslOptions, tlsLoader } from "../../src/db/postgresTls.ts"
+import { clientTls, maskUrl, parsePostgresUrl, type PostgresTarget, sslOptions, tlsLoader } from "../../src/db/postgresTls.ts"
 import { adminUrl } from "../support/postgres.ts"
 import { pgAvailable, tempDirectory } from "../support/backends.ts"
 
@@ -72,9 +72,17 @@ describe("Postgres TLS parameters", () => {
   })
 
   it("the ssl parameters are taken out of the URL node-postgres sees; others stay", () => {
-    const t = target("sslmode=verify-full&sslrootcert=%2Fetc%2Fca%20file.pem&application_name=x")
+    const t = target("sslmode=verify-full&sslrootcert=%2Fetc%2Fca%20file.pem&sslnegotiation=direct&application_name=x")
     expect(t.rootcert).toBe("/etc/ca file.pem")
+    expect(t.negotiation).toBe("direct")
     expect(t.connectionString).toBe(`${base}?application_name=x`)
+  })
+
+  it("each connection is told how TLS starts: directly only when it uses TLS", () => {
+    const direct = target("sslmode=require&sslnegotiation=direct")
+    expect(clientTls(direct, { rejectUnauthorized: false })).toEqual({ ssl: { rejectUnauthorized: false }, sslnegotiation: "direct" })
+    expect(clientTls(direct, false)).toEqual({ ssl: false, sslnegotiation: "postgres" })
+    expect(clientTls(target("sslmode=require"), { rejectUnauthorized: false }).sslnegotiation).toBe("postgres")
   })
 
   it("refuses what the spec forbids, in plain words", () => {
@@ -87,6 +95,9 @@ describe("Postgres TLS parameters", () => {
     expect(refusal("sslmode=require&sslcert=/c.pem")).toBe("give both sslcert and sslkey, or neither")
     expect(refusal("sslmode=require&sslkey=/k.pem")).toBe("give both sslcert and sslkey, or neither")
     expect(refusal("ssl=true")).toContain("use sslmode")
+    expect(refusal("sslmode=require&sslnegotiation=tls")).toBe(`unknown sslnegotiation "tls"; use postgres or direct`)
+    expect(refusal("sslnegotiation=direct")).toBe("sslnegotiation=direct needs sslmode=require, verify-ca or verify-full (got disable)")
+    expect(refusal("sslmode=prefer&sslnegotiation=direct")).toContain("(got prefer)")
   })
 
   it("masks the password", () => {

@@ -1,4 +1,7 @@
-/** TLS against a stand-in server that accepts Postgres' SSLRequest, shows its certificate and hangs up. */
+/**
+ * TLS against stand-in servers that show their certificate and hang up: one after accepting Postgres'
+ * SSLRequest, one that speaks TLS at once, as Postgres 17 does for `sslnegotiation=direct`.
+ */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -20,6 +23,9 @@ const makeCa = (name: string) =>
   openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", file(`${name}.key`), "-out", file(`${name}.pem`), "-days", "1", "-subj", `/CN=${name}`)
 
 let port = 0
+let directPort = 0
+/** The ALPN protocol of each TLS session the direct stand-in completed. */
+const directSessions: Array<string | false | null> = []
 
 describe.skipIf(!hasOpenssl)("Postgres TLS handshake", () => {
   beforeAll(async () => {
@@ -39,17 +45,27 @@ describe.skipIf(!hasOpenssl)("Postgres TLS handshake", () => {
         secure.on("secure", () => secure.end())
       })
     })
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-    const address = server.address()
-    port = typeof address === "object" && address !== null ? address.port : 0
+    const direct = Tls.createServer({ key, cert, ALPNProtocols: ["postgresql"] }, (secure) => {
+      directSessions.push(secure.alpnProtocol)
+      secure.end()
+    })
+    direct.on("tlsClientError", () => {})
+    const listen = async (on: Net.Server) => {
+      await new Promise<void>((resolve) => on.listen(0, "127.0.0.1", resolve))
+      const address = on.address()
+      return typeof address === "object" && address !== null ? address.port : 0
+    }
+    port = await listen(server)
+    directPort = await listen(direct)
     return () => {
       server.close()
+      direct.close()
       Fs.rmSync(dir, { recursive: true, force: true })
     }
   })
 
-  const reason = (host: string, query: string) =>
-    Effect.scoped(make({ kind: "postgres", sqlitePath: "", postgresUrl: `postgres://svc@${host}:${port}/svc?${query}`, pool: 1 })).pipe(
+  const reason = (host: string, query: string, on = port) =>
+    Effect.scoped(make({ kind: "postgres", sqlitePath: "", postgresUrl: `postgres://svc@${host}:${on}/svc?${query}`, pool: 1 })).pipe(
       Effect.provide(Reactivity.layer),
       Effect.flip,
       Effect.map((error) => error.reason)
@@ -73,5 +89,23 @@ describe.skipIf(!hasOpenssl)("Postgres TLS handshake", () => {
     Effect.gen(function*() {
       expect(yield* reason("localhost", "sslmode=require")).toContain(handshakeDone)
       expect(yield* reason("localhost", `sslmode=require&${ca("other-ca")}`)).toMatch(/^TLS: /)
+    }))
+
+  it.live("sslnegotiation=direct starts TLS at once and keeps the sslmode's checks", () =>
+    Effect.gen(function*() {
+      const direct = (host: string, query: string) => reason(host, `sslnegotiation=direct&${query}`, directPort)
+      // A session the stand-in completed, with the protocol Postgres 17 demands.
+      const session = (host: string, query: string) =>
+        Effect.gen(function*() {
+          const before = directSessions.length
+          const result = yield* direct(host, query)
+          return { result, sessions: directSessions.slice(before) }
+        })
+      const completed = { result: expect.stringContaining(handshakeDone), sessions: ["postgresql"] }
+      expect(yield* session("127.0.0.1", `sslmode=verify-full&${ca("ca")}`)).toEqual(completed)
+      expect(yield* session("localhost", `sslmode=verify-ca&${ca("ca")}`)).toEqual(completed)
+      expect(yield* session("localhost", "sslmode=require")).toEqual(completed)
+      expect(yield* direct("127.0.0.1", `sslmode=verify-full&${ca("other-ca")}`)).toMatch(/^TLS: /)
+      expect(yield* direct("localhost", `sslmode=verify-full&${ca("ca")}`)).toMatch(/^TLS: .*localhost/)
     }))
 })
