@@ -10,7 +10,7 @@
  * (`configLayer` makes them from an AppConfig); the writer lease is an input too. A test gives its own
  * section or lease in their place.
  */
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Data, Duration, Effect, Layer, Schedule } from "effect"
 import type { AppConfig } from "../config/AppConfig.ts"
 import { Database, type DatabaseOptions, layer as databaseLayer } from "../db/Database.ts"
 import { checkMigrated, migrate, migratesAtStart } from "../db/Migrations.ts"
@@ -25,11 +25,14 @@ import { layer as catalogReloadLayer } from "../search/CatalogReload.ts"
 import { layer as statisticsLayer } from "../search/Statistics.ts"
 import { layer as resourceStoreLayer, StoreSettings } from "../store/ResourceStore.ts"
 import { layer as writerLayer } from "../db/Writer.ts"
-import { alwaysHeld, WriterLease } from "../db/WriterLease.ts"
+import { alwaysHeld, replicaLease, WriterLease } from "../db/WriterLease.ts"
+import { PollingStatus } from "../db/ChangeFeed.ts"
+import { followerLayer } from "../db/Writer.ts"
+import { followerLayer as backfillFollower } from "../search/Backfill.ts"
 import * as PostgresLease from "../db/PostgresLease.ts"
 import { randomBytes } from "node:crypto"
 import * as Os from "node:os"
-import { indexForSearch, prepareConformance } from "./Conformance.ts"
+import { awaitConformance, indexForSearch, prepareConformance } from "./Conformance.ts"
 import { GovernanceSettings, layer as governanceLayer, settingsOf as governanceSettingsOf } from "../governance/Governance.ts"
 import { AuditKey, commitHookLayer, noAuditKey } from "../governance/audit/AuditTrail.ts"
 
@@ -160,6 +163,74 @@ const writerGraph = (role: string) => {
   return Layer.provideMerge(Layer.merge(operationsLayer, governanceLayer), following)
 }
 
+/** A replica polls the database's change log this often (docs/cluster.md). */
+export const replicaPollInterval = Duration.millis(100)
+/** A replica whose last read of the log is older than this is not following: `/readyz` answers unavailable. */
+export const replicaStalledAfter = Duration.seconds(5)
+
+/** A replica's migrations: checked, and waited for while the database lacks only this build's (its primary applies them). */
+const awaitMigrated = Layer.effectDiscard(Effect.gen(function*() {
+  const { fhirVersion } = yield* ConformanceSettings
+  yield* (yield* Readiness).starting(Reasons.waitingForPrimary)
+  yield* checkMigrated({ fhirVersion }).pipe(
+    Effect.retry({ while: (error) => error._tag === "MigrationRefused" && error.pendingOnly, schedule: Schedule.spaced(Duration.seconds(1)) })
+  )
+}))
+
+/** A replica's catalog: built once the primary has installed the packages (it installs none). */
+const awaitedCatalog = Layer.unwrapEffect(Effect.map(
+  Effect.flatMap(ConformanceSettings, (settings) => awaitConformance(settings, Duration.seconds(1))),
+  (built) => catalogLayer(built)
+))
+
+/**
+ * A replica follows its primary: `/readyz` answers unavailable when it stopped reading the log, or when no primary
+ * holds a live writer lease (the primary is gone and no standby has taken over: writes cannot be forwarded, and
+ * nothing new will come). The lease is looked at every second.
+ */
+const followingRequired = Layer.scopedDiscard(Effect.gen(function*() {
+  const status = yield* PollingStatus
+  const readiness = yield* Readiness
+  const db = yield* Database
+  const clock = yield* Effect.clock
+  const stalled = Duration.toMillis(replicaStalledAfter)
+  let primary = true
+  yield* PostgresLease.primaryLive(db.writer).pipe(
+    Effect.orElseSucceed(() => false),
+    Effect.tap((live) =>
+      live === primary
+        ? Effect.void
+        : Effect.zipRight(
+          Effect.sync(() => void (primary = live)),
+          live ? Effect.logInfo("a primary holds the writer lease again: following it") : Effect.logWarning("no primary holds the writer lease: this replica is unavailable until one does")
+        )
+    ),
+    Effect.repeat(Schedule.spaced(Duration.seconds(1))),
+    Effect.forkScoped
+  )
+  yield* readiness.require(() => {
+    const last = status.lastRead()
+    const reading = last !== undefined && clock.unsafeCurrentTimeMillis() - last <= stalled
+    return reading && primary ? undefined : Reasons.notFollowing
+  })
+}))
+
+/**
+ * The graph of a replica (docs/cluster.md): the database opened without a lock or lease, the migrations and the
+ * primary's packages waited for, a Writer that commits only what changes no resource, the change feed read from
+ * the database's log, no backfill; the catalog reload, the planner statistics, the operations and governance as
+ * on the primary.
+ */
+const replicaGraph = () => {
+  const opened = Layer.provideMerge(awaitMigrated, database)
+  const writing = Layer.provide(followerLayer({ interval: replicaPollInterval }), commitHookLayer)
+  const store = Layer.provideMerge(Layer.provideMerge(resourceStoreLayer, writing), opened)
+  const catalogued = Layer.provideMerge(awaitedCatalog, store)
+  const indexing = Layer.provideMerge(Layer.merge(backfillFollower, followingRequired), catalogued)
+  const following = Layer.provideMerge(Layer.merge(statisticsLayer(), catalogReloadLayer()), indexing)
+  return Layer.provideMerge(Layer.merge(operationsLayer, governanceLayer), following)
+}
+
 /** A role whose graph this build does not have. */
 export class RoleUnavailable extends Data.TaggedError("RoleUnavailable")<{ readonly role: string }> {
   override get message(): string {
@@ -169,10 +240,16 @@ export class RoleUnavailable extends Data.TaggedError("RoleUnavailable")<{ reado
 
 /**
  * The services of a process of `role`: the primary's graph for a primary and a standby (which builds it once it
- * holds the writer lease). The replica's graph is not in this build (the command line refuses the role).
+ * holds the writer lease), the replica's for a replica.
  */
 export const AppLayer = (role: string) =>
-  Layer.unwrapEffect(role === "primary" || role === "standby" ? Effect.succeed(writerGraph(role)) : Effect.fail(new RoleUnavailable({ role })))
+  Layer.unwrapEffect(
+    role === "primary" || role === "standby"
+      ? Effect.succeed(writerGraph(role))
+      : role === "replica"
+      ? Effect.succeed(replicaGraph())
+      : Effect.fail(new RoleUnavailable({ role }))
+  )
 
 /**
  * The graph of `config.cluster.role` with the configuration's sections and the lease of a process that alone
@@ -181,7 +258,11 @@ export const AppLayer = (role: string) =>
 export const appLayerOf = <O extends AppInput = never, E = never>(config: AppConfig, overrides?: Layer.Layer<O, E>) => {
   const settings = configLayer(config)
   // The writer lease first: on Postgres it decides whether this process may go on (and migrate).
-  const lease = config.database.kind === "postgres" ? Layer.provide(postgresLease, settings) : alwaysHeld
+  const lease = config.cluster.role === "replica"
+    ? replicaLease
+    : config.database.kind === "postgres"
+    ? Layer.provide(postgresLease, settings)
+    : alwaysHeld
   const inputs = Layer.mergeAll(settings, lease, noAuditKey)
   return AppLayer(config.cluster.role).pipe(Layer.provideMerge(overrides === undefined ? inputs : Layer.merge(inputs, overrides)))
 }

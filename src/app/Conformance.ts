@@ -3,7 +3,7 @@
  * `fhir.version` and the configured packages that the database does not have yet, then build the
  * Catalog from the conformance resources stored in the database.
  */
-import { Clock, Effect } from "effect"
+import { Clock, type Duration, Effect } from "effect"
 import { type Catalog, fromEntries } from "../catalog/Catalog.ts"
 import { storedEntries } from "../catalog/stored.ts"
 import { r4ReleaseDefaults, PackageFetcher } from "../packages/Fetcher.ts"
@@ -63,6 +63,23 @@ export const buildCatalog = (generation: number) =>
       yield* Effect.logDebug("catalog problem", { ...problem })
     }
     return catalog
+  })
+
+/**
+ * A replica's conformance step (docs/cluster.md): it installs nothing; it waits until the primary has installed
+ * every package named by an exact version (the release defaults and the configured ones), then builds its catalog
+ * from the database.
+ */
+export const awaitConformance = (options: { readonly fhirVersion: string; readonly packages: ReadonlyArray<string> }, every: Duration.DurationInput) =>
+  Effect.gen(function*() {
+    const readiness = yield* Readiness
+    yield* readiness.starting(Reasons.waitingForPrimary)
+    const specs = [...releaseDefaults(options.fhirVersion), ...options.packages]
+    const exact = yield* Effect.filter(specs, (spec) => Effect.map(parse(spec), (parsed) => parsed._tag === "Named" && isExact(parsed.version)))
+    const installed = Effect.map(Effect.forEach(exact, alreadyInstalled), (found) => found.every(Boolean))
+    while (!(yield* installed)) yield* Effect.sleep(every)
+    yield* readiness.starting(Reasons.buildingCatalog)
+    return yield* buildCatalog(1)
   })
 
 export const prepareConformance = (options: { readonly fhirVersion: string; readonly packages: ReadonlyArray<string> }) =>

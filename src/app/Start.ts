@@ -3,7 +3,7 @@
  * migrations while `/readyz` says which step is running, then serve. On SIGTERM/SIGINT the
  * server drains (src/http/Server.ts: in-flight requests finish, within a bound) before the database closes.
  */
-import { Context, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Option, Ref, Schedule, Scope } from "effect"
 import v8 from "node:v8"
 import type { AppConfig } from "../config/AppConfig.ts"
 import { Database } from "../db/Database.ts"
@@ -17,7 +17,10 @@ import type { LeaseLost } from "../db/WriterLease.ts"
 import { Governance } from "../governance/Governance.ts"
 import { defaultOptions as idleCollectOptions, processProbes, run as runIdleCollect } from "./IdleCollect.ts"
 import { makePeerList } from "../http/ClientAddress.ts"
-import { cachedProbe, Readiness } from "../http/Readiness.ts"
+import { cachedProbe, Readiness, Reasons } from "../http/Readiness.ts"
+import * as PostgresLease from "../db/PostgresLease.ts"
+import { makeForwarder } from "../cluster/forward.ts"
+import { makeRelay } from "../cluster/replica.ts"
 import { Door } from "../http/FrontDoor.ts"
 import { type HttpServer, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import * as RootRoutes from "../http/RootRoutes.ts"
@@ -95,6 +98,35 @@ export interface Started {
   readonly leaseLost: Effect.Effect<never, LeaseLost>
 }
 
+/**
+ * The primary's published watermark (docs/cluster.md): the last commit published, recorded in the writer lease's
+ * row as often as the lease is renewed. A primary that cannot record it answers `/readyz` unavailable.
+ */
+const publishWatermark = (db: Database["Type"], feed: ChangeFeed["Type"], held: PostgresLease.HeldLease, readiness: Readiness["Type"]) =>
+  Effect.gen(function*() {
+    const clock = yield* Effect.clock
+    const every = held.times.renewEvery
+    let recordedAt = clock.unsafeCurrentTimeMillis()
+    const record = Effect.flatMap(feed.published, (watermark) => PostgresLease.recordWatermark(db.writer, held.holder, held.epoch, watermark)).pipe(
+      Effect.flatMap((recorded) => recorded ? Effect.sync(() => void (recordedAt = clock.unsafeCurrentTimeMillis())) : Effect.void),
+      Effect.catchAll((error) => Effect.logWarning("the published watermark could not be recorded", { reason: error.message }))
+    )
+    yield* Effect.forkScoped(Effect.repeat(record, Schedule.spaced(every)))
+    yield* readiness.require(() => clock.unsafeCurrentTimeMillis() - recordedAt > 3 * Duration.toMillis(every) ? Reasons.noWatermark : undefined)
+  })
+
+/** How far a replica has followed the primary: the commit it has taken in, the primary's watermark, the lag between. */
+const followingDetails = (db: Database["Type"], feed: ChangeFeed["Type"]) =>
+  Effect.gen(function*() {
+    const position = yield* feed.published
+    const watermark = yield* PostgresLease.readWatermark(db.writer).pipe(Effect.orElseSucceed(() => undefined))
+    return {
+      commit_ts: position,
+      primary_watermark: watermark ?? null,
+      lag_ms: watermark === undefined ? null : Math.max(0, (watermark - position) / 1000)
+    }
+  })
+
 /** Runs the server until interrupted; fails when listening, opening or migrating fails. */
 export const start = <O extends AppInput = never, E = never>(config: AppConfig, overrides?: Layer.Layer<O, E>) =>
   Effect.gen(function*() {
@@ -104,7 +136,8 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
     const databaseScope = yield* Scope.make()
     yield* Effect.addFinalizer(() => Scope.close(databaseScope, Exit.void))
 
-    const { address, door, fast } = yield* listen(listenAddress(config.server.bind), edgeOptions(config))
+    const { address, door, fast, relay } = yield* listen(listenAddress(config.server.bind), edgeOptions(config))
+    const replica = config.cluster.role === "replica"
     // Registered after the server, so it runs before the server drains: from then on every request is a 503.
     yield* Effect.addFinalizer(() => readiness.stopping)
     yield* Effect.logInfo("listening", address._tag === "TcpAddress" ? { host: address.hostname, port: address.port } : { path: address.path })
@@ -121,6 +154,14 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       maxBundleEntries: config.server.max_bundle_entries,
       maxPageBytes: config.server.max_page_bytes
     }).pipe(Effect.provide(services))
+    const feed = Context.get(services, ChangeFeed)
+    if (held !== undefined) yield* publishWatermark(db, feed, held, readiness).pipe(Scope.extend(databaseScope))
+    if (replica) {
+      // Writes go to the primary, reads wait for X-Svc-Min-Ts (src/cluster/replica.ts).
+      const forwarder = makeForwarder(new URL(config.cluster.primary_url ?? ""))
+      yield* Scope.addFinalizer(databaseScope, Effect.sync(() => forwarder.close()))
+      relay.current = makeRelay(forwarder, feed, yield* Effect.runtime<never>())
+    }
     const governance = Context.get(services, Governance)
     door.install(governance)
     let rootHandlers: Record<string, RootRoutes.RootHandler> = { ...governance.routes }
@@ -136,14 +177,20 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       syncTokens = smart.syncTokens
     }
     // Subscriptions follow the change feed from here on; their sockets are served at /ws (docs/subscriptions.md).
+    // On a replica neither: the primary delivers every notification, and the replica relays /ws to it.
     const subscribing = yield* Layer.buildWithScope(
-      Layer.provideMerge(
-        Subscriptions.layer({ base: `${(config.server.public_url ?? listenUrl(address)).replace(/\/+$/, "")}${basePath}` }),
-        SubscriptionSockets.layer
-      ).pipe(Layer.provide(Layer.succeedContext(services))),
+      (replica
+        ? SubscriptionSockets.layer
+        : Layer.provideMerge(
+          Subscriptions.layer({ base: `${(config.server.public_url ?? listenUrl(address)).replace(/\/+$/, "")}${basePath}` }),
+          SubscriptionSockets.layer
+        )).pipe(Layer.provide(Layer.succeedContext(services))),
       databaseScope
     )
-    const subscriptions = Context.get(subscribing, Subscriptions.Subscriptions)
+    const subscriptionsSettled = Option.match(Context.getOption(subscribing as Context.Context<unknown>, Subscriptions.Subscriptions), {
+      onNone: () => Effect.void,
+      onSome: (subscriptions) => subscriptions.settled
+    })
     rootHandlers["/ws"] = served(SubscriptionSockets.handler, subscribing)
     // Live queries follow the change feed from here on (docs/sync.md).
     const live = yield* Layer.buildWithScope(SyncEngine.layer.pipe(Layer.provide(Layer.succeedContext(services))), databaseScope)
@@ -171,6 +218,7 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
         database: yield* db.stats,
         commits: { since_start: yield* writer.commits, last_commit_ts: yield* writer.lastCommitTs },
         ...(held === undefined ? {} : { lease: { holder: held.holder, epoch: held.epoch } }),
+        ...(replica ? { following: yield* followingDetails(db, feed) } : {}),
         catalog: { generation: current.generation, resource_types: current.resourceTypes.length },
         search_index: progressDetails(yield* backfill.progress),
         ...(config.database.kind === "sqlite" ? { fast_path: { ...fastCounts } } : {}),
@@ -195,7 +243,7 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       searchIndexed: Context.get(services, CatalogReload).settled,
       changeFeed: Context.get(services, ChangeFeed),
       subscriptionSockets: Context.get(subscribing, SubscriptionSockets.SubscriptionSockets),
-      subscriptionsSettled: subscriptions.settled,
+      subscriptionsSettled,
       liveQueries: Context.get(live, LiveQueries),
       leaseLost: held?.lost ?? Effect.never
     }

@@ -60,7 +60,7 @@ export const serveFlags: ReadonlyArray<FlagDef> = [
   { name: "terminology", value: "url", repeatable: true, setting: "terminology.urls", meaning: "Pull code systems and value sets from this URL into the terminology index; repeat for more." },
   { name: "trace-engine", setting: "features.trace_engine", meaning: "Feature switch: the trace engine." },
   { name: "sdc-archiver", setting: "features.sdc_archiver", meaning: "Store QuestionnaireResponses without allowing a later read." },
-  { name: "role", value: "primary|standby|replica", setting: "cluster.role", meaning: "Role of this process on a shared Postgres database; the replica is not in this build yet." },
+  { name: "role", value: "primary|standby|replica", setting: "cluster.role", meaning: "Role of this process on a shared Postgres database (docs/cluster.md)." },
   { name: "standby", meaning: "The same as --role standby." },
   { name: "primary-url", value: "url", setting: "cluster.primary_url", meaning: "Where a replica sends writes." }
 ]

@@ -19,21 +19,18 @@ const rows: ReadonlyArray<Row> = [
   { flags: ["--export-dir"], setting: "export.dir", what: "$export", on: (c) => c.export.dir !== undefined },
   { flags: ["--terminology"], setting: "terminology.urls", what: "terminology pull", on: (c) => c.terminology.urls.length > 0 },
   { flags: ["--trace-engine"], setting: "features.trace_engine", what: "the trace engine", on: (c) => c.features.trace_engine },
-  { flags: ["--sdc-archiver"], setting: "features.sdc_archiver", what: "the SDC archiver", on: (c) => c.features.sdc_archiver },
-  { flags: ["--role"], setting: "cluster.role", what: "the replica role", on: (c) => c.cluster.role === "replica" },
-  { flags: ["--primary-url"], setting: "cluster.primary_url", what: "replicas", on: (c) => c.cluster.primary_url !== undefined }
+  { flags: ["--sdc-archiver"], setting: "features.sdc_archiver", what: "the SDC archiver", on: (c) => c.features.sdc_archiver }
 ]
 
-/** The flags refused at start-up because their capability is not built yet (`--role primary` and `--role standby` are not). */
-export const unavailableFlags: ReadonlyArray<string> = rows.flatMap((row) => row.flags).filter((flag) => flag !== "--role")
+/** The flags refused at start-up because their capability is not built yet. */
+export const unavailableFlags: ReadonlyArray<string> = rows.flatMap((row) => row.flags)
 
 /** Fails with one message listing every flag and setting that names a capability not built yet. */
 export const refuseUnavailable = (config: AppConfig, namedFlags: ReadonlyArray<string>): Effect.Effect<void, Unavailable> => {
   const problems: Array<string> = []
   for (const row of rows) {
     const flags = row.flags.filter((flag) => namedFlags.includes(flag))
-    // --role primary and --role standby name roles this build has.
-    const relevant = row.setting === "cluster.role" ? (config.cluster.role === "replica" ? flags : []) : flags
+    const relevant = flags
     if (relevant.length > 0) problems.push(`${relevant.join(", ")}: ${row.what} is not available in this build yet`)
     else if (row.on(config)) problems.push(`${row.setting}: ${row.what} is not available in this build yet`)
   }

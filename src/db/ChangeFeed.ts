@@ -263,19 +263,27 @@ export interface PollingOptions {
   readonly interval: Duration.DurationInput
 }
 
+/** How a polling feed is doing: when it last read the log, in milliseconds on the process's clock. */
+export class PollingStatus extends Context.Tag("svc/db/PollingStatus")<PollingStatus, {
+  /** When the last read of the log succeeded; undefined before the first. */
+  readonly lastRead: () => number | undefined
+}>() {}
+
 /**
  * The feed of a process that follows another's writes: the log is read every `interval` from the last commit
  * seen (the last in the log when the process starts) and each new commit published, in order.
  */
 export const polling = (options: PollingOptions) =>
-  Layer.scoped(
-    ChangeFeed,
+  Layer.scopedContext(
     Effect.gen(function*() {
       const db = yield* Database
+      const clock = yield* Effect.clock
       const start = yield* lastLoggedTs(db)
       const { feed, sink } = yield* makeHub(db, start)
+      let lastRead: number | undefined = clock.unsafeCurrentTimeMillis()
       const poll = (after: number): Effect.Effect<number> =>
         readLogPage(db, after).pipe(
+          Effect.tap(() => Effect.sync(() => void (lastRead = clock.unsafeCurrentTimeMillis()))),
           Effect.flatMap((page) =>
             page.length === 0
               ? Effect.succeed(after)
@@ -286,6 +294,10 @@ export const polling = (options: PollingOptions) =>
       yield* Effect.iterate(start, { while: () => true, body: (after) => Effect.zipLeft(poll(after), Effect.sleep(options.interval)) }).pipe(
         Effect.forkScoped
       )
-      return feed
+      // The process writes no resource (a replica): its Writer never publishes.
+      return Context.make(ChangeFeed, feed).pipe(
+        Context.add(ChangeSink, ChangeSink.of({ publish: () => Effect.void })),
+        Context.add(PollingStatus, PollingStatus.of({ lastRead: () => lastRead }))
+      )
     })
   )

@@ -239,13 +239,14 @@ export const checkMigrated = Effect.fn("Migrations.check")(function*(options: {
   )
   const p = plan(known, state.recorded)
   const reasons = [...refusals(p, state, options.fhirVersion)]
+  const pendingOnly = reasons.length === 0 && p.pending.length > 0
   if (p.pending.length > 0) {
     reasons.push(
       `the database lacks ${p.pending.length === 1 ? "migration" : "migrations"} ${p.pending.map(migrationLabel).join(", ")} ` +
         "of this build, and only the primary applies migrations: start the primary (or `svc migrate`) first"
     )
   }
-  if (reasons.length > 0) return yield* new MigrationRefused({ reason: reasons.join("; ") })
+  if (reasons.length > 0) return yield* new MigrationRefused({ reason: reasons.join("; "), pendingOnly })
 })
 
 /** Whether a process of `role` writes the database, and so applies its migrations at start-up. */

@@ -65,7 +65,8 @@ const tableStatements = [
     epoch bigint NOT NULL,
     expires_at timestamptz NOT NULL,
     holder_pid integer,
-    holder_since timestamptz
+    holder_since timestamptz,
+    watermark bigint NOT NULL DEFAULT 0
   )`,
   `INSERT INTO svc_writer_lease (id, holder, epoch, expires_at) VALUES (1, '', 0, '-infinity') ON CONFLICT (id) DO NOTHING`
 ]
@@ -117,6 +118,24 @@ export const renew = (session: pg.Client, holder: string, epoch: number, length:
 export const release = (session: pg.Client, holder: string, epoch: number) =>
   query(session, `UPDATE svc_writer_lease SET expires_at = '-infinity', holder_pid = NULL WHERE id = 1 AND holder = $1 AND epoch = $2`, [holder, epoch])
 
+/**
+ * Records the holder's published watermark: the commit timestamp at and below which every commit is visible
+ * (one writer commits one at a time, so its last commit's). Replicas read it to tell how far behind they are.
+ */
+export const recordWatermark = (sql: SqlClient.SqlClient, holder: string, epoch: number, watermark: number) =>
+  Effect.map(
+    sql`UPDATE svc_writer_lease SET watermark = ${watermark} WHERE id = 1 AND holder = ${holder} AND epoch = ${epoch} RETURNING epoch`,
+    (rows) => rows.length === 1
+  )
+
+/** Whether a process holds a live lease (a primary serves): what a replica follows. */
+export const primaryLive = (sql: SqlClient.SqlClient) =>
+  Effect.map(sql.unsafe<{ live: boolean }>(`SELECT NOT ${free} AS live FROM svc_writer_lease WHERE id = 1`), (rows) => rows[0]?.live === true)
+
+/** The primary's published watermark, as a replica reads it (0 before any). */
+export const readWatermark = (sql: SqlClient.SqlClient) =>
+  Effect.map(sql<{ watermark: string | number }>`SELECT watermark FROM svc_writer_lease WHERE id = 1`, (rows) => Number(rows[0]?.watermark ?? 0))
+
 /** The check of a write transaction: the row, still this holder's at this epoch, locked against a take-over until COMMIT. */
 export const check = (holder: string, epoch: number) => (sql: SqlClient.SqlClient) =>
   Effect.flatMap(
@@ -128,6 +147,7 @@ export const check = (holder: string, epoch: number) => (sql: SqlClient.SqlClien
 export interface HeldLease {
   readonly holder: string
   readonly epoch: number
+  readonly times: LeaseTimes
   /** The check every write transaction makes (WriterLease). */
   readonly writerLease: WriterLease["Type"]
   /** Fails once the lease is found taken by another process: this one must stop. */
@@ -193,6 +213,7 @@ export const acquire = (options: AcquireOptions): Effect.Effect<HeldLease, Lease
     const held: HeldLease = {
       holder: options.holder,
       epoch,
+      times: options.times,
       writerLease: WriterLease.of({ check: check(options.holder, epoch) }),
       lost: Deferred.await(lost)
     }

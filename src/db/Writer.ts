@@ -10,7 +10,7 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Context, Effect, Fiber, FiberRef, Layer, Option, Ref } from "effect"
 import { Database } from "./Database.ts"
-import { type Change, ChangeSink, inProcess, systemOrigin, type WriteOrigin } from "./ChangeFeed.ts"
+import { type Change, ChangeSink, inProcess, polling, type PollingOptions, systemOrigin, type WriteOrigin } from "./ChangeFeed.ts"
 import { type LeaseLost, WriterLease } from "./WriterLease.ts"
 
 export type { Change } from "./ChangeFeed.ts"
@@ -90,7 +90,8 @@ export const make = Effect.gen(function*() {
   const db = yield* Database
   const sql = db.writer
   // A process without a lease service is the only writer of its database (SQLite, tests).
-  const lease = Option.match(yield* Effect.serviceOption(WriterLease), { onNone: () => Effect.void, onSome: (held) => held.check(sql) })
+  const leaseService = Option.getOrUndefined(yield* Effect.serviceOption(WriterLease))
+  const lease = (changes?: number) => (leaseService === undefined ? Effect.void : leaseService.check(sql, changes))
   if (db.dialect === "sqlite") yield* sql.unsafe(`PRAGMA wal_autocheckpoint = ${walAutocheckpointPages}`)
   const rows = yield* sql<{ readonly ts: number | string | null }>`
     SELECT max(ts) AS ts FROM (
@@ -112,7 +113,7 @@ export const make = Effect.gen(function*() {
         // The transaction rolls back when the command fails or is interrupted; the lease is checked before
         // the command and again right before COMMIT, after the commit's row of the change log and its audit rows.
         const value = yield* sql.withTransaction(
-          lease.pipe(
+          lease().pipe(
             Effect.zipRight(restore(command({ commitTs, record: (change) => void changes.push(change) }))),
             Effect.tap(() =>
               changes.length === 0 ? Effect.void : sql`
@@ -120,7 +121,7 @@ export const make = Effect.gen(function*() {
                 VALUES (${commitTs}, ${origin.actor}, ${origin.requestId})`
             ),
             Effect.tap(() => hook === undefined || changes.length === 0 ? Effect.void : hook(sql, commitTs, origin, changes)),
-            Effect.tap(() => lease)
+            Effect.tap(() => lease(changes.length))
           )
         )
         // Committed: what follows runs whole, whoever waits for it.
@@ -200,3 +201,9 @@ export const make = Effect.gen(function*() {
 
 /** The Writer with the change feed it publishes to (ChangeFeed and ChangeSink). */
 export const layer = Layer.provideMerge(Layer.scoped(Writer, make), inProcess)
+
+/**
+ * The Writer of a replica (docs/cluster.md), with the change feed it follows: the database's log, read every
+ * `interval` (ChangeFeed.ts, `polling`). It commits only what changes no resource (`replicaLease`).
+ */
+export const followerLayer = (options: PollingOptions) => Layer.provideMerge(Layer.scoped(Writer, make), polling(options))

@@ -21,9 +21,24 @@ export class LeaseLost extends Data.TaggedError("LeaseLost")<{
 }
 
 export class WriterLease extends Context.Tag("svc/db/WriterLease")<WriterLease, {
-  /** Succeeds while this process holds the lease; run on the writer's connection, inside the transaction. */
-  readonly check: (sql: SqlClient.SqlClient) => Effect.Effect<void, LeaseLost | SqlError>
+  /**
+   * Succeeds while this process may commit; run on the writer's connection, inside the transaction, before the
+   * command (`changes` undefined) and right before COMMIT (`changes`: how many resources the commit changes).
+   */
+  readonly check: (sql: SqlClient.SqlClient, changes?: number) => Effect.Effect<void, LeaseLost | SqlError>
 }>() {}
 
 /** The lease of a process that alone can write its database (SQLite: the file lock held since start-up). */
 export const alwaysHeld = Layer.succeed(WriterLease, WriterLease.of({ check: () => Effect.void }))
+
+/**
+ * The lease of a replica (docs/cluster.md), which never holds the writer lease: its Writer commits only what
+ * changes no resource (its own metering, audit and request-log rows, its heartbeat); a commit that would change
+ * resources is refused before COMMIT. Its writes of resources go to the primary.
+ */
+export const replicaLease = Layer.succeed(WriterLease, WriterLease.of({
+  check: (_sql, changes) =>
+    changes === undefined || changes === 0
+      ? Effect.void
+      : Effect.fail(new LeaseLost({ reason: "a replica does not write resources: its writes go to the primary" }))
+}))

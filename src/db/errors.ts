@@ -33,7 +33,9 @@ export class MigrationFailed extends Schema.TaggedError<MigrationFailed>()("Migr
 
 /** This build must not run against the database (newer build, other FHIR version). */
 export class MigrationRefused extends Schema.TaggedError<MigrationRefused>()("MigrationRefused", {
-  reason: Schema.String
+  reason: Schema.String,
+  /** The database lacks only migrations of this build, which its primary will apply: a replica may wait. */
+  pendingOnly: Schema.optionalWith(Schema.Boolean, { default: () => false })
 }) {
   override get message(): string {
     return this.reason

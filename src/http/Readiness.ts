@@ -27,6 +27,9 @@ export const Reasons = {
   databaseTimeout: "database query took more than 2 seconds",
   stopping: "process is stopping",
   waitingForLease: "standby: waiting for the writer lease",
+  waitingForPrimary: "replica: waiting for the primary to migrate the database and install its packages",
+  notFollowing: "replica: not following the primary's changes",
+  noWatermark: "the primary cannot record its published watermark",
   auditBacklog: "audit events cannot be written to the database"
 } as const
 

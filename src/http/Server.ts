@@ -123,6 +123,24 @@ export interface FastSlot {
   current: FastHandler | undefined
 }
 
+/**
+ * A replica's relay (src/cluster/replica.ts, docs/cluster.md), asked before the front door: it takes a request
+ * the primary must answer (forwarded, the primary's answer relayed unchanged), or one whose `X-Svc-Min-Ts` the
+ * replica has not reached yet (held until it has, then given back through `proceed`, or forwarded past the wait).
+ * A request it does not take is served here like any other.
+ */
+export interface Relay {
+  /** True when the relay took the request. */
+  readonly request: (request: IncomingMessage, response: ServerResponse, proceed: () => void) => boolean
+  /** True when the relay took the upgrade (a `/ws` socket, proxied to the primary). */
+  readonly upgrade: (request: IncomingMessage, socket: Duplex, head: Buffer) => boolean
+}
+
+/** The relay in use: set by a replica's start-up, read by the Node request listener. */
+export interface RelaySlot {
+  current: Relay | undefined
+}
+
 /** How long the requests in flight at shutdown get to finish before their connections are closed. */
 export const drainTimeout = Duration.seconds(10)
 
@@ -149,7 +167,7 @@ const settled = (traffic: Traffic) => (response: ServerResponse) => {
  * and hooks its completion; an admitted request goes to the slot's fast handler, and to the edge's
  * listener when it declines. While draining, always to the edge (which answers 503), with `Connection: close`.
  */
-const makeNodeServer = (slot: FastSlot, traffic: Traffic, front: FrontDoor.FrontDoor, probeOptions: Probes.ProbeOptions) => () => {
+const makeNodeServer = (slot: FastSlot, relay: RelaySlot, traffic: Traffic, front: FrontDoor.FrontDoor, probeOptions: Probes.ProbeOptions) => () => {
   const server = createServer({ maxHeaderSize: maxHeaderBytes })
   server.on("clientError", answerClientError)
   server.keepAliveTimeout = 65_000
@@ -160,6 +178,15 @@ const makeNodeServer = (slot: FastSlot, traffic: Traffic, front: FrontDoor.Front
   const probeDone = function(this: ServerResponse) {
     done(this)
   }
+  /** The front door, a fast handler, or the edge: a request served by this process. */
+  const serve = (request: IncomingMessage, response: ServerResponse): boolean => {
+    const admission = front.enter(request, response)
+    if (admission === undefined) return true
+    // A caller whose token is not resolved yet is the edge's to resolve.
+    const fast = traffic.draining || !isResolved(admission.principal) ? undefined : slot.current
+    if (fast !== undefined && fast(request, response, admission)) return true
+    return Reflect.apply(emit, server, ["request", request, response])
+  }
   const frontFirst = (event: string | symbol, ...args: Array<unknown>): boolean => {
     if (event === "request") {
       const request = args[0] as IncomingMessage
@@ -168,16 +195,19 @@ const makeNodeServer = (slot: FastSlot, traffic: Traffic, front: FrontDoor.Front
       if (traffic.draining) response.setHeader("connection", "close")
       if (Probes.isProbe(request.method, request.url ?? "", probeOptions)) {
         response.on("close", probeDone)
-      } else {
-        const admission = front.enter(request, response)
-        if (admission === undefined) return true
-        // A caller whose token is not resolved yet is the edge's to resolve.
-        const fast = traffic.draining || !isResolved(admission.principal) ? undefined : slot.current
-        if (fast !== undefined && fast(request, response, admission)) return true
+        return Reflect.apply(emit, server, [event, ...args])
       }
+      const relaying = traffic.draining ? undefined : relay.current
+      if (relaying !== undefined && relaying.request(request, response, () => void serve(request, response))) {
+        response.on("close", probeDone)
+        return true
+      }
+      return serve(request, response)
     } else if (event === "upgrade") {
       const request = args[0] as IncomingMessage
-      if (!Probes.isProbe(request.method, request.url ?? "", probeOptions) && front.enterUpgrade(request, args[1] as Duplex) === undefined) return true
+      if (Probes.isProbe(request.method, request.url ?? "", probeOptions)) return Reflect.apply(emit, server, [event, ...args])
+      if (relay.current !== undefined && relay.current.upgrade(request, args[1] as Duplex, args[2] as Buffer)) return true
+      if (front.enterUpgrade(request, args[1] as Duplex) === undefined) return true
     }
     return Reflect.apply(emit, server, [event, ...args])
   }
@@ -224,6 +254,8 @@ export interface ListenOptions {
 export interface Listening {
   readonly address: HttpServer.Address
   readonly fast: FastSlot
+  /** A replica's relay, set once its services are built. */
+  readonly relay: RelaySlot
   /** The front door, for the rules the services add once built (`FrontDoor.install`). */
   readonly door: FrontDoor.FrontDoor
 }
@@ -232,6 +264,7 @@ export interface Listening {
 export const listen = (listenOptions: ListenOptions, options: EdgeOptions, drainWithin: Duration.Duration = drainTimeout) =>
   Effect.gen(function*() {
     const fast: FastSlot = { current: undefined }
+    const relay: RelaySlot = { current: undefined }
     const traffic: Traffic = { server: undefined, draining: false, inFlight: new Set(), drained: undefined }
     const sink = yield* LogSink
     const clock = yield* Effect.clock
@@ -248,7 +281,7 @@ export const listen = (listenOptions: ListenOptions, options: EdgeOptions, drain
       ...(Option.isSome(resolve) ? { resolve: resolve.value } : {}),
       settled: settled(traffic)
     })
-    const context = yield* Layer.build(NodeHttpServer.layer(makeNodeServer(fast, traffic, door, options), listenOptions)).pipe(
+    const context = yield* Layer.build(NodeHttpServer.layer(makeNodeServer(fast, relay, traffic, door, options), listenOptions)).pipe(
       Effect.mapError((error) => listenFailure(listenOptions.host, listenOptions.port, error.cause))
     )
     const server = Context.get(context, HttpServer.HttpServer)
@@ -261,7 +294,7 @@ export const listen = (listenOptions: ListenOptions, options: EdgeOptions, drain
     )
     // Runs before the edge's handlers are removed and Node's own close, which would wait for every connection.
     yield* Effect.addFinalizer(() => drain(traffic, drainWithin))
-    const listening: Listening = { address: server.address, fast, door }
+    const listening: Listening = { address: server.address, fast, relay, door }
     return listening
   })
 

@@ -87,3 +87,18 @@ export const make = (options: Partial<BackfillOptions> = {}) =>
   })
 
 export const layer = (options: Partial<BackfillOptions> = {}) => Layer.scoped(Backfill, make(options))
+
+const idleProgress: Progress = { running: false, types: [], generation: undefined, done: 0, total: 0, failed: 0 }
+
+/**
+ * A replica's backfill (docs/cluster.md): none. The primary writes every index row; a replica searches what it
+ * has written, and while the primary backfills after a catalog change the replica's searches on the changed
+ * types may miss what the primary has not indexed yet, as the primary's own do.
+ */
+export const followerLayer = Layer.succeed(Backfill, Backfill.of({
+  run: () => Effect.succeed({ job: undefined, resumed: 0, indexed: 0, failed: 0, total: 0 }),
+  request: () => Effect.void,
+  idle: Effect.void,
+  progress: Effect.succeed(idleProgress),
+  changes: Stream.make(idleProgress)
+}))
