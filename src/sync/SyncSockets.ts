@@ -270,7 +270,9 @@ export const make = Effect.gen(function*() {
       case "auth":
         return authorize(connection, message.token)
       case "ping":
-        return send(message.nonce === undefined ? { type: "pong" } : { type: "pong", nonce: message.nonce })
+        // With the commit every result is current as of: a client may ask how far the server has got.
+        return Effect.flatMap(engine.handled, (commitTs) =>
+          send(message.nonce === undefined ? { type: "pong", commitTs } : { type: "pong", nonce: message.nonce, commitTs }))
       case "unsubscribe":
         return Effect.zipRight(
           engine.unsubscribe(connection, message.id),

@@ -32,6 +32,6 @@ export type ServerMessage =
   | { readonly type: "authorized"; readonly expiresIn?: number }
   | { readonly type: "unsubscribed"; readonly id: string }
   | { readonly type: "closed"; readonly id: string; readonly code: string; readonly reason: string }
-  | { readonly type: "pong"; readonly nonce?: string }
+  | { readonly type: "pong"; readonly nonce?: string; readonly commitTs: number }
   | { readonly type: "heartbeat"; readonly commitTs: number }
   | { readonly type: "error"; readonly code: string; readonly message: string }

@@ -91,6 +91,8 @@ export interface Running {
   readonly stderr: () => string
   /** Resolves with the first log line whose message is `message` (already written or still to come). */
   readonly logged: (message: string) => Promise<Record<string, unknown>>
+  /** Resolves with the first log line `where` accepts (already written or still to come). */
+  readonly loggedWhere: (where: (entry: Record<string, unknown>) => boolean) => Promise<Record<string, unknown>>
   /** Sends SIGTERM and waits for the exit. */
   readonly stop: (signal?: NodeJS.Signals) => Promise<Finished>
 }
@@ -108,16 +110,17 @@ export const startSvc = (args: ReadonlyArray<string>, options: RunOptions = {}):
     const waiters: Array<() => void> = []
     const entries = (): Array<Record<string, unknown>> =>
       stdout.split("\n").filter((line) => line.startsWith("{") && line.endsWith("}")).map((line) => JSON.parse(line))
-    const logged = (message: string) =>
+    const loggedWhere = (where: (entry: Record<string, unknown>) => boolean, what = "the line looked for") =>
       new Promise<Record<string, unknown>>((found, missing) => {
         const check = () => {
-          const entry = entries().find((e) => e["message"] === message)
+          const entry = entries().find(where)
           if (entry) found(entry)
-          else if (child.exitCode !== null || child.signalCode !== null) missing(new Error(`svc exited without logging ${message}: ${stderr}`))
+          else if (child.exitCode !== null || child.signalCode !== null) missing(new Error(`svc exited without logging ${what}: ${stderr}`))
           else waiters.push(check)
         }
         check()
       })
+    const logged = (message: string) => loggedWhere((e) => e["message"] === message, message)
     child.on("close", () => waiters.splice(0).forEach((w) => w()))
     child.stderr!.on("data", (chunk) => (stderr += chunk))
     child.stdout!.on("data", (chunk) => {
@@ -135,6 +138,7 @@ export const startSvc = (args: ReadonlyArray<string>, options: RunOptions = {}):
             lines: () => stdout.split("\n").filter((l) => l.length > 0),
             stderr: () => stderr,
             logged,
+            loggedWhere,
             stop: (signal = "SIGTERM") => {
               child.kill(signal)
               return exited

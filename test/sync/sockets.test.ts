@@ -235,10 +235,10 @@ describe("/sync connections", () => {
         { type: "result", id: "q-1", commitTs: 1, resources: [], total: 0 },
         { type: "changes", commitTs: 2, queries: { "q-1": { entered: [{ resourceType: "Patient", id: "p1" }], changed: [], left: [] } } },
         { type: "changes", commitTs: 3, queries: { "q-1": { entered: [], changed: [], left: ["Patient/p1"] } } },
-        { type: "pong", nonce: "after" }
+        { type: "pong", nonce: "after", commitTs: 42 }
       ])
       expect(server.engine.calls).toEqual(["subscribe q-1 Patient?order"])
-      expect(yield* ask(client, { type: "ping" })).toEqual({ type: "pong" })
+      expect(yield* ask(client, { type: "ping" })).toEqual({ type: "pong", commitTs: 42 })
     }))
 
   it.scoped("answers unsubscribe with unsubscribed once the engine has let the query go", () =>
@@ -314,7 +314,7 @@ describe("/sync connections", () => {
       expect(yield* bad(Buffer.from(JSON.stringify({ type: "ping" })))).toMatch(/binary/)
       expect(yield* ask(client, { type: "auth", token: "t" })).toMatchObject({ type: "error", code: "NotSupported" })
       expect(server.engine.calls).toEqual([])
-      expect(yield* ask(client, { type: "ping", nonce: "still" })).toEqual({ type: "pong", nonce: "still" })
+      expect(yield* ask(client, { type: "ping", nonce: "still" })).toEqual({ type: "pong", nonce: "still", commitTs: 42 })
     }))
 
   it.scoped("takes a message of 16 KiB and closes the connection with 1009 on a larger one", () =>
@@ -354,7 +354,7 @@ describe("/sync connections", () => {
         expect(server.engine.flood.indexOf(false)).toBe(taken - 1)
         expect(messages[0]).toMatchObject({ type: "result", id: "flood" })
         expect(messages.slice(1, taken).map((message) => message.commitTs)).toEqual(Array.from({ length: taken - 1 }, (_, i) => 2 + i))
-        expect(messages[taken]).toEqual({ type: "pong", nonce: "sent" })
+        expect(messages[taken]).toEqual({ type: "pong", nonce: "sent", commitTs: 42 })
         expect(messages[taken + 1]).toEqual({ type: "reload", ids: ["kept", "flood"], reason: "the connection fell behind" })
         expect(messages[taken + 2]).toMatchObject({ type: "result", id: "kept", commitTs: 500 })
         expect(messages[taken + 3]).toMatchObject({ type: "result", id: "flood", commitTs: 500 })
@@ -368,12 +368,12 @@ describe("/sync connections", () => {
     Effect.gen(function*() {
       const server = yield* startServer()
       const client = yield* connect(server)
-      expect(yield* ask(client, { type: "ping" })).toEqual({ type: "pong" })
+      expect(yield* ask(client, { type: "ping" })).toEqual({ type: "pong", commitTs: 42 })
       yield* TestClock.adjust("29 seconds")
       // A message within the 30 s puts the next heartbeat 30 s after it.
-      expect(yield* ask(client, { type: "ping", nonce: "at 29 s" })).toEqual({ type: "pong", nonce: "at 29 s" })
+      expect(yield* ask(client, { type: "ping", nonce: "at 29 s" })).toEqual({ type: "pong", nonce: "at 29 s", commitTs: 42 })
       yield* TestClock.adjust("29 seconds")
-      expect(yield* ask(client, { type: "ping", nonce: "at 58 s" })).toEqual({ type: "pong", nonce: "at 58 s" })
+      expect(yield* ask(client, { type: "ping", nonce: "at 58 s" })).toEqual({ type: "pong", nonce: "at 58 s", commitTs: 42 })
       yield* TestClock.adjust("30 seconds")
       expect(yield* client.next).toEqual({ type: "heartbeat", commitTs: 42 })
       yield* TestClock.adjust("30 seconds")
@@ -396,7 +396,7 @@ describe("/sync connections", () => {
       const scope = yield* Scope.make()
       const server = yield* Scope.extend(startServer(), scope)
       const client = yield* connect(server)
-      expect(yield* ask(client, { type: "ping" })).toEqual({ type: "pong" })
+      expect(yield* ask(client, { type: "ping" })).toEqual({ type: "pong", commitTs: 42 })
       yield* Scope.close(scope, Exit.void)
       expect(yield* client.closed).toEqual({ code: 1001, reason: "the server is stopping" })
       expect(yield* Queue.take(server.engine.disconnected)).toBeDefined()
@@ -436,7 +436,7 @@ describe("/sync connections under --smart", () => {
     Effect.gen(function*() {
       const server = yield* startServer({}, { revoked: new Set() })
       const client = yield* connect(server)
-      expect(yield* said(client, { type: "ping" })).toEqual({ type: "pong" })
+      expect(yield* said(client, { type: "ping" })).toEqual({ type: "pong", commitTs: 42 })
       expect(yield* said(client, { type: "subscribe", id: "a", query: "Patient" })).toMatchObject({ type: "error", code: "Unauthorized" })
       expect((yield* client.closed).code).toBe(4401)
       yield* Queue.take(server.engine.disconnected)
@@ -460,9 +460,9 @@ describe("/sync connections under --smart", () => {
     Effect.gen(function*() {
       const server = yield* startServer({}, { revoked: new Set() })
       const client = yield* connect(server)
-      expect(yield* said(client, { type: "ping" })).toEqual({ type: "pong" })
+      expect(yield* said(client, { type: "ping" })).toEqual({ type: "pong", commitTs: 42 })
       yield* TestClock.adjust("29 seconds")
-      expect(yield* said(client, { type: "ping", nonce: "29 s" })).toEqual({ type: "pong", nonce: "29 s" })
+      expect(yield* said(client, { type: "ping", nonce: "29 s" })).toEqual({ type: "pong", nonce: "29 s", commitTs: 42 })
       yield* TestClock.adjust("1 second")
       expect(yield* nextSaid(client)).toMatchObject({ type: "error", code: "Unauthorized", message: expect.stringMatching(/no token came within 30s/) })
       expect((yield* client.closed).code).toBe(4401)
@@ -476,7 +476,7 @@ describe("/sync connections under --smart", () => {
       expect(yield* said(client, { type: "subscribe", id: "a", query: "Patient?name=a" })).toMatchObject({ type: "result", id: "a" })
       expect(yield* said(client, { type: "subscribe", id: "b", query: "Patient?name=b" })).toMatchObject({ type: "result", id: "b" })
       yield* TestClock.adjust("44 seconds")
-      expect(yield* said(client, { type: "ping", nonce: "44 s" })).toEqual({ type: "pong", nonce: "44 s" })
+      expect(yield* said(client, { type: "ping", nonce: "44 s" })).toEqual({ type: "pong", nonce: "44 s", commitTs: 42 })
       yield* TestClock.adjust("1 second")
       expect([yield* nextSaid(client), yield* nextSaid(client), yield* nextSaid(client)]).toEqual([
         { type: "closed", id: "a", code: "TokenExpired", reason: "the token has expired" },
@@ -495,7 +495,7 @@ describe("/sync connections under --smart", () => {
       const other = yield* said(client, { type: "auth", token: good("other", "pa", 7_200_000) })
       expect(other).toMatchObject({ type: "error", code: "Unauthorized", message: expect.stringMatching(/serves client:app\/user:u/) })
       expect(server.engine.subscribers.at(-1)!.principal).toMatchObject({ clientId: "app", patient: "pb" })
-      expect(yield* said(client, { type: "ping" })).toEqual({ type: "pong" })
+      expect(yield* said(client, { type: "ping" })).toEqual({ type: "pong", commitTs: 42 })
     }))
 
   it.scoped("checks the token again every 30 s: a revoked one closes every query with closed TokenRevoked", () =>
@@ -507,7 +507,7 @@ describe("/sync connections under --smart", () => {
       expect(yield* said(client, { type: "auth", token })).toMatchObject({ type: "authorized" })
       expect(yield* said(client, { type: "subscribe", id: "a", query: "Patient?name=a" })).toMatchObject({ type: "result", id: "a" })
       yield* TestClock.adjust("30 seconds")
-      expect(yield* said(client, { type: "ping", nonce: "still" })).toEqual({ type: "pong", nonce: "still" })
+      expect(yield* said(client, { type: "ping", nonce: "still" })).toEqual({ type: "pong", nonce: "still", commitTs: 42 })
       revoked.add(token)
       yield* TestClock.adjust("30 seconds")
       expect(yield* nextSaid(client)).toEqual({ type: "closed", id: "a", code: "TokenRevoked", reason: "the token was revoked" })
