@@ -10,7 +10,7 @@
  * (`configLayer` makes them from an AppConfig); the writer lease is an input too. A test gives its own
  * section or lease in their place.
  */
-import { Context, Data, Duration, Effect, Layer, Schedule } from "effect"
+import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import type { AppConfig } from "../config/AppConfig.ts"
 import { Database, type DatabaseOptions, layer as databaseLayer } from "../db/Database.ts"
 import { checkMigrated, migrate, migratesAtStart } from "../db/Migrations.ts"
@@ -231,25 +231,11 @@ const replicaGraph = () => {
   return Layer.provideMerge(Layer.merge(operationsLayer, governanceLayer), following)
 }
 
-/** A role whose graph this build does not have. */
-export class RoleUnavailable extends Data.TaggedError("RoleUnavailable")<{ readonly role: string }> {
-  override get message(): string {
-    return `the ${this.role} role is not in this build yet (cluster.role)`
-  }
-}
-
 /**
  * The services of a process of `role`: the primary's graph for a primary and a standby (which builds it once it
  * holds the writer lease), the replica's for a replica.
  */
-export const AppLayer = (role: string) =>
-  Layer.unwrapEffect(
-    role === "primary" || role === "standby"
-      ? Effect.succeed(writerGraph(role))
-      : role === "replica"
-      ? Effect.succeed(replicaGraph())
-      : Effect.fail(new RoleUnavailable({ role }))
-  )
+export const AppLayer = (role: ClusterSettings["Type"]["role"]) => (role === "replica" ? replicaGraph() : writerGraph(role))
 
 /**
  * The graph of `config.cluster.role` with the configuration's sections and the lease of a process that alone

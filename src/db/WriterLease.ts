@@ -36,9 +36,9 @@ export const alwaysHeld = Layer.succeed(WriterLease, WriterLease.of({ check: () 
  * changes no resource (its own metering, audit and request-log rows, its heartbeat); a commit that would change
  * resources is refused before COMMIT. Its writes of resources go to the primary.
  */
-export const replicaLease = Layer.succeed(WriterLease, WriterLease.of({
-  check: (_sql, changes) =>
-    changes === undefined || changes === 0
-      ? Effect.void
-      : Effect.fail(new LeaseLost({ reason: "a replica does not write resources: its writes go to the primary" }))
-}))
+export const replicaCheck: WriterLease["Type"]["check"] = (_sql, changes) =>
+  changes === undefined || changes === 0
+    ? Effect.void
+    : Effect.fail(new LeaseLost({ reason: "a replica does not write resources: its writes go to the primary" }))
+
+export const replicaLease = Layer.succeed(WriterLease, WriterLease.of({ check: replicaCheck }))
