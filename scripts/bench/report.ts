@@ -61,6 +61,14 @@ export interface Report {
     readonly ingest: ReadonlyArray<Share>
     readonly figures: Readonly<Record<string, { readonly count: number; readonly medianMs: number; readonly p99Ms: number; readonly kbPerQuery: number | undefined }>>
   }
+  /** A Postgres primary and a replica loaded at once against the primary alone (cluster.ts). */
+  readonly cluster?: ReadonlyArray<{
+    readonly workload: string
+    readonly connections: number
+    readonly aloneReqPerSec: number
+    readonly bothReqPerSec: number
+    readonly ratio: number | undefined
+  }>
 }
 
 /** One workload's rate on a server as a share of its rate on the server it is compared with, in the same run. */

@@ -25,18 +25,21 @@ import { createSubscriptions, ingestInTurn, type Latency, notificationLatency, s
 import { loadSynthea, syntheaMissing } from "./ingest.ts"
 import { type Backend, npmRegistry, type Packages, root, startFloor, startSvc, ungoverned } from "./servers.ts"
 import { formatValidation, measureValidation } from "./validation.ts"
+import { benchPrimaryAndReplica, type ClusterRun } from "./cluster.ts"
 import { describeGoal, type DrivenWorkload, ingestFour, ingestOne, isDriven, type LoadWorkload, onSynthea, quickBundles, readById, searchIdentifier, type Target, type Workload, workloads } from "./suite.ts"
 
-const usage = `usage: npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest]
-  --quick        3 s per workload after a 2 s warm-up (default 10 s after 5 s); ${quickBundles} Synthea bundles (default all 55)
-  --sqlite-only  skip Postgres even when a server answers
-  --skip-ingest  skip the Synthea ingest and the searches over it (they need the npm registry once, for the real R4 packages)`
+const usage = `usage: npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest] [-- --cluster-only]
+  --quick         3 s per workload after a 2 s warm-up (default 10 s after 5 s); ${quickBundles} Synthea bundles (default all 55)
+  --sqlite-only   skip Postgres even when a server answers
+  --skip-ingest   skip the Synthea ingest and the searches over it (they need the npm registry once, for the real R4 packages)
+  --cluster-only  only the Postgres primary with a replica against the primary alone`
 
 const { values: flags } = parseArgs({
   options: {
     quick: { type: "boolean" },
     "sqlite-only": { type: "boolean" },
     "skip-ingest": { type: "boolean" },
+    "cluster-only": { type: "boolean" },
     help: { type: "boolean", short: "h" }
   }
 })
@@ -480,6 +483,39 @@ const withRatios = (measured: ReadonlyArray<Measured>, smart: ReadonlyArray<Shar
   })
 }
 
+/** The figures of a primary with a replica against the primary alone (cluster.ts). */
+const clusterRuns: Array<ClusterRun> = []
+
+/**
+ * Read by id and the token search on a Postgres primary alone, then through it and a replica at once
+ * (docs/cluster.md), on one database and one pool of Patients.
+ */
+const benchCluster = async (backend: Extract<Backend, { kind: "postgres" }>, workDir: string): Promise<Array<Measured>> => {
+  progress("svc primary, postgres: starting")
+  const primary = await startSvc(backend, workDir, undefined, { name: "svc-postgres-primary" })
+  const stopPrimary = onCleanup("stopping the primary", primary.stop)
+  try {
+    progress(`svc primary, postgres: creating ${settings.poolSize} Patients`)
+    const ids = await seedSvc(primary.url, settings.poolSize)
+    const runs = await benchPrimaryAndReplica({
+      backend,
+      primary,
+      ids,
+      workloads: [readById, searchIdentifier].filter((w): w is LoadWorkload => !isDriven(w)),
+      startReplica: () => startSvc(backend, workDir, undefined, { name: "svc-postgres-replica", env: { SVC_ROLE: "replica", SVC_PRIMARY_URL: primary.url } }),
+      load: { warmupSeconds: settings.warmupSeconds, seconds: settings.seconds, signal: interrupted.signal },
+      progress
+    })
+    clusterRuns.push(...runs)
+    return runs.flatMap((run) => [
+      { workload: run.workload, server: "svc primary alone", backend: "postgres", connections: run.connections, ...run.alone, peakRssMb: undefined, target: "" },
+      { workload: run.workload, server: "svc primary + replica", backend: "postgres", connections: run.connections, ...run.both, peakRssMb: undefined, target: "" }
+    ])
+  } finally {
+    await stopPrimary()
+  }
+}
+
 const main = async (): Promise<void> => {
   installSignalHandlers()
   const startedAt = new Date().toISOString()
@@ -488,8 +524,10 @@ const main = async (): Promise<void> => {
   const workDir = mkdtempSync(join(tmpdir(), "svc-bench-"))
   onCleanup("removing the temporary directory", () => rmSync(workDir, { recursive: true, force: true }))
 
-  const packages = await r4Packages()
-  const measured: Array<Measured> = [...(await benchFloor(workDir))]
+  const clusterOnly = flags["cluster-only"] === true
+  const packages = clusterOnly ? undefined : await r4Packages()
+  const measured: Array<Measured> = clusterOnly ? [] : [...(await benchFloor(workDir))]
+  if (!clusterOnly) {
   measured.push(...(await benchSvc({ kind: "sqlite", file: join(workDir, "svc.sqlite") }, workDir)))
   measured.push(...(await benchSmart([
     { kind: "sqlite", file: join(workDir, "svc-beside-smart.sqlite") },
@@ -513,6 +551,7 @@ const main = async (): Promise<void> => {
       await sqliteR4(join(workDir, "svc-r4-sync.sqlite"), workDir, packages, progress)
     ], workDir, packages)))
   }
+  }
 
   if (flags["sqlite-only"]) {
     notices.push("Postgres skipped: --sqlite-only")
@@ -522,11 +561,17 @@ const main = async (): Promise<void> => {
       notices.push(`Postgres skipped: no server answers at ${shownAdminUrl()} (${why})`)
       progress(notices[notices.length - 1] ?? "")
     } else {
-      const database = await createBenchDatabase()
-      const drop = onCleanup("dropping the Postgres database", database.drop)
-      measured.push(...(await benchSvc({ kind: "postgres", url: database.url }, workDir)))
-      await drop()
-      for (const bench of [benchSmart, benchUngoverned]) {
+      if (!clusterOnly) {
+        const database = await createBenchDatabase()
+        const drop = onCleanup("dropping the Postgres database", database.drop)
+        measured.push(...(await benchSvc({ kind: "postgres", url: database.url }, workDir)))
+        await drop()
+      }
+      const clusterDatabase = await createBenchDatabase()
+      const dropCluster = onCleanup("dropping the Postgres database", clusterDatabase.drop)
+      measured.push(...(await benchCluster({ kind: "postgres", url: clusterDatabase.url }, workDir)))
+      await dropCluster()
+      for (const bench of clusterOnly ? [] : [benchSmart, benchUngoverned]) {
         const databases = [await createBenchDatabase(), await createBenchDatabase()] as const
         const drops = databases.map((d) => onCleanup("dropping the Postgres database", d.drop))
         measured.push(...(await bench([{ kind: "postgres", url: databases[0].url }, { kind: "postgres", url: databases[1].url }], workDir)))
@@ -568,14 +613,21 @@ const main = async (): Promise<void> => {
     }
   }
   const described = workloads.map((w) => ({ name: w.name, description: w.description, connections: w.connections, target: Object.entries(w.goals ?? {}).map(([backend, goal]) => `${backend}: ${describeGoal(goal)}`).join("; ") }))
-  const validation = await measureValidation(settings.syntheaBundles)
-  if (validation === undefined) notices.push("validation not measured: the R4 packages could not be had")
+  const validation = clusterOnly ? undefined : await measureValidation(settings.syntheaBundles)
+  if (validation === undefined && !clusterOnly) notices.push("validation not measured: the R4 packages could not be had")
   const elapsedSeconds = Math.round((performance.now() - startedAtMs) / 1000)
   const report: Report = {
     startedAt, elapsedSeconds, loadAverageAtStart, quick, settings, workloads: described, rows, serverPeakRssMb,
     serverRssAfterRunMb, rssAfterRunTargetMb, notices, validation, restartMs, governance, smart,
     subscriptions: { ingest: sharesInTurn.subscriptions, notificationLatency: latencies },
-    sync: { ingest: sharesInTurn.sync, figures: syncFigures }
+    sync: { ingest: sharesInTurn.sync, figures: syncFigures },
+    cluster: clusterRuns.map((run) => ({
+      workload: run.workload,
+      connections: run.connections,
+      aloneReqPerSec: run.alone.reqPerSec,
+      bothReqPerSec: run.both.reqPerSec,
+      ratio: run.alone.reqPerSec > 0 ? run.both.reqPerSec / run.alone.reqPerSec : undefined
+    }))
   }
   const file = writeJson(report)
 
@@ -605,6 +657,9 @@ const main = async (): Promise<void> => {
   const syncLines = Object.entries(syncFigures).map(([kind, f]) =>
     `${kind} median ${f.medianMs.toFixed(1)} ms, p99 ${f.p99Ms.toFixed(1)} ms (${f.count} changes), ${f.kbPerQuery === undefined ? "?" : f.kbPerQuery.toFixed(1)} KB of server memory per live query`)
   if (syncLines.length > 0) console.log(`Live queries, commit to the client's changes message during the ingest: ${syncLines.join("; ")}`)
+  const clusterLines = clusterRuns.map((run) =>
+    `${run.workload} ${run.both.reqPerSec.toFixed(0)} req/s against ${run.alone.reqPerSec.toFixed(0)} (${(run.both.reqPerSec / run.alone.reqPerSec).toFixed(2)}x), median ${run.both.medianMs.toFixed(1)} ms against ${run.alone.medianMs.toFixed(1)} ms`)
+  if (clusterLines.length > 0) console.log(`Postgres primary and replica at once against the primary alone: ${clusterLines.join("; ")}`)
   for (const notice of notices) console.log(`NOTICE: ${notice}`)
   console.log(`Written: ${relative(root, file)} (${elapsedSeconds} s in all)`)
 }
