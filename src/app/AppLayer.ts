@@ -173,6 +173,9 @@ const awaitMigrated = Layer.effectDiscard(Effect.gen(function*() {
   const { fhirVersion } = yield* ConformanceSettings
   yield* (yield* Readiness).starting(Reasons.waitingForPrimary)
   yield* checkMigrated({ fhirVersion }).pipe(
+    Effect.tapError((error) =>
+      error._tag === "MigrationRefused" && error.pendingOnly ? Effect.logInfo("replica: waiting for the primary to migrate the database", { reason: error.reason }) : Effect.void
+    ),
     Effect.retry({ while: (error) => error._tag === "MigrationRefused" && error.pendingOnly, schedule: Schedule.spaced(Duration.seconds(1)) })
   )
 }))

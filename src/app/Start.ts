@@ -160,7 +160,11 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       // Writes go to the primary, reads wait for X-Svc-Min-Ts (src/cluster/replica.ts).
       const forwarder = makeForwarder(new URL(config.cluster.primary_url ?? ""))
       yield* Scope.addFinalizer(databaseScope, Effect.sync(() => forwarder.close()))
-      relay.current = makeRelay(forwarder, feed, yield* Effect.runtime<never>())
+      const catalogReload = Context.get(services, CatalogReload)
+      relay.current = makeRelay(forwarder, {
+        now: Effect.zipWith(feed.published, catalogReload.position, Math.min),
+        reached: (commitTs) => Effect.zipRight(feed.settled(commitTs), catalogReload.reached(commitTs))
+      }, yield* Effect.runtime<never>())
     }
     const governance = Context.get(services, Governance)
     door.install(governance)

@@ -11,7 +11,6 @@
  */
 import { Duration, Effect, Exit, Runtime } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import type { ChangeFeed } from "../db/ChangeFeed.ts"
 import { operationOutcome } from "../http/OperationOutcome.ts"
 import type { Relay } from "../http/Server.ts"
 import { type Forwarder, mustForward } from "./forward.ts"
@@ -36,13 +35,21 @@ const badMinTs = (response: ServerResponse, value: string) => {
 
 const clientOf = (request: IncomingMessage): string => request.socket.remoteAddress ?? ""
 
-export const makeRelay = (forwarder: Forwarder, feed: ChangeFeed["Type"], runtime: Runtime.Runtime<never>): Relay => {
+/** How far a replica has taken in the primary's commits: its change feed, and its catalog, which follows the feed. */
+export interface Position {
+  /** The commit up to which both hold every commit, now (synchronous). */
+  readonly now: Effect.Effect<number>
+  /** Waits until both hold every commit up to `commitTs` (a SearchParameter written then can be searched with). */
+  readonly reached: (commitTs: number) => Effect.Effect<void>
+}
+
+export const makeRelay = (forwarder: Forwarder, position: Position, runtime: Runtime.Runtime<never>): Relay => {
   const forward = (request: IncomingMessage, response: ServerResponse) => {
     // forward.ts answers every failure itself (a 503 when the primary cannot be reached).
     void forwarder.request(request, response, clientOf(request)).catch(() => undefined)
   }
   const reached = (commitTs: number) =>
-    feed.settled(commitTs).pipe(Effect.timeoutTo({ duration: minTsWait, onSuccess: () => true, onTimeout: () => false }))
+    position.reached(commitTs).pipe(Effect.timeoutTo({ duration: minTsWait, onSuccess: () => true, onTimeout: () => false }))
   return {
     request: (request, response, proceed) => {
       if (mustForward(request.method ?? "GET", request.url ?? "/")) {
@@ -58,7 +65,7 @@ export const makeRelay = (forwarder: Forwarder, feed: ChangeFeed["Type"], runtim
         return true
       }
       const commitTs = Number(match[1])
-      if (Effect.runSync(feed.published) >= commitTs) return false
+      if (Effect.runSync(position.now) >= commitTs) return false
       Runtime.runCallback(runtime)(reached(commitTs), {
         onExit: (exit) => {
           if (response.destroyed || response.writableEnded) return

@@ -136,10 +136,30 @@ export const primaryLive = (sql: SqlClient.SqlClient) =>
 export const readWatermark = (sql: SqlClient.SqlClient) =>
   Effect.map(sql<{ watermark: string | number }>`SELECT watermark FROM svc_writer_lease WHERE id = 1`, (rows) => Number(rows[0]?.watermark ?? 0))
 
-/** The check of a write transaction: the row, still this holder's at this epoch, locked against a take-over until COMMIT. */
+/**
+ * The check of a write transaction that changes no resource: the row, still this holder's at this epoch, locked
+ * against a take-over until COMMIT.
+ */
 export const check = (holder: string, epoch: number) => (sql: SqlClient.SqlClient) =>
   Effect.flatMap(
     sql<{ epoch: string }>`SELECT epoch FROM svc_writer_lease WHERE id = 1 AND holder = ${holder} AND epoch = ${epoch} FOR SHARE`,
+    (rows) => rows.length === 1 ? Effect.void : Effect.fail(new LeaseLost({ reason: "another process took the writer lease: this one commits nothing more" }))
+  )
+
+/**
+ * The last statement of a write transaction that changes resources: its row of the change log, written only while
+ * the row of the lease is this holder's at this epoch, which it locks against a take-over until COMMIT. A commit
+ * costs one statement for the lease and its log row together.
+ */
+export const recordCommit = (holder: string, epoch: number) =>
+(sql: SqlClient.SqlClient, commitTs: number, actor: string, requestId: string | null) =>
+  Effect.flatMap(
+    sql<{ commit_ts: string }>`
+      INSERT INTO svc_commits (commit_ts, actor, request_id)
+      SELECT ${commitTs}, ${actor}, ${requestId} FROM (
+        SELECT 1 FROM svc_writer_lease WHERE id = 1 AND holder = ${holder} AND epoch = ${epoch} FOR SHARE
+      ) AS held
+      RETURNING commit_ts`,
     (rows) => rows.length === 1 ? Effect.void : Effect.fail(new LeaseLost({ reason: "another process took the writer lease: this one commits nothing more" }))
   )
 
@@ -214,7 +234,7 @@ export const acquire = (options: AcquireOptions): Effect.Effect<HeldLease, Lease
       holder: options.holder,
       epoch,
       times: options.times,
-      writerLease: WriterLease.of({ check: check(options.holder, epoch) }),
+      writerLease: WriterLease.of({ check: check(options.holder, epoch), recordCommit: recordCommit(options.holder, epoch) }),
       lost: Deferred.await(lost)
     }
     return held

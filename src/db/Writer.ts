@@ -92,6 +92,7 @@ export const make = Effect.gen(function*() {
   // A process without a lease service is the only writer of its database (SQLite, tests).
   const leaseService = Option.getOrUndefined(yield* Effect.serviceOption(WriterLease))
   const lease = (changes?: number) => (leaseService === undefined ? Effect.void : leaseService.check(sql, changes))
+  const recordCommit = leaseService?.recordCommit
   if (db.dialect === "sqlite") yield* sql.unsafe(`PRAGMA wal_autocheckpoint = ${walAutocheckpointPages}`)
   const rows = yield* sql<{ readonly ts: number | string | null }>`
     SELECT max(ts) AS ts FROM (
@@ -111,17 +112,24 @@ export const make = Effect.gen(function*() {
         const commitTs = nextCommitTs(Number(now / 1000n), yield* Ref.get(last))
         const changes: Array<Change> = []
         // The transaction rolls back when the command fails or is interrupted; the lease is checked before
-        // the command and again right before COMMIT, after the commit's row of the change log and its audit rows.
+        // the command and again right before COMMIT, after the commit's audit rows and its row of the change log.
+        // A lease that records the commit's row itself checks once, in that statement (PostgresLease.ts).
         const value = yield* sql.withTransaction(
-          lease().pipe(
+          (recordCommit === undefined ? lease() : Effect.void).pipe(
             Effect.zipRight(restore(command({ commitTs, record: (change) => void changes.push(change) }))),
-            Effect.tap(() =>
-              changes.length === 0 ? Effect.void : sql`
-                INSERT INTO svc_commits (commit_ts, actor, request_id)
-                VALUES (${commitTs}, ${origin.actor}, ${origin.requestId})`
-            ),
             Effect.tap(() => hook === undefined || changes.length === 0 ? Effect.void : hook(sql, commitTs, origin, changes)),
-            Effect.tap(() => lease(changes.length))
+            Effect.tap(() =>
+              changes.length === 0
+                ? lease(0)
+                : recordCommit !== undefined
+                ? recordCommit(sql, commitTs, origin.actor, origin.requestId)
+                : Effect.zipRight(
+                  sql`
+                    INSERT INTO svc_commits (commit_ts, actor, request_id)
+                    VALUES (${commitTs}, ${origin.actor}, ${origin.requestId})`,
+                  lease(changes.length)
+                )
+            )
           )
         )
         // Committed: what follows runs whole, whoever waits for it.

@@ -26,6 +26,13 @@ export class WriterLease extends Context.Tag("svc/db/WriterLease")<WriterLease, 
    * command (`changes` undefined) and right before COMMIT (`changes`: how many resources the commit changes).
    */
   readonly check: (sql: SqlClient.SqlClient, changes?: number) => Effect.Effect<void, LeaseLost | SqlError>
+  /**
+   * When given, the last statement of a commit that changes resources: writes the commit's row of the change log
+   * (`svc_commits`) only while the lease is held, and fails with LeaseLost otherwise, in one statement; the Writer
+   * then makes no other check for that commit (before its command or after). Commits that change no resource are
+   * checked with `check` before COMMIT.
+   */
+  readonly recordCommit?: (sql: SqlClient.SqlClient, commitTs: number, actor: string, requestId: string | null) => Effect.Effect<void, LeaseLost | SqlError>
 }>() {}
 
 /** The lease of a process that alone can write its database (SQLite: the file lock held since start-up). */

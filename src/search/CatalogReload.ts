@@ -39,6 +39,10 @@ export const defaultTiming: ReloadTiming = { quiet: "250 millis", longest: "2 se
 export class CatalogReload extends Context.Tag("svc/search/CatalogReload")<CatalogReload, {
   /** Waits until every commit published so far has reached the catalog and the search index. */
   readonly settled: Effect.Effect<void>
+  /** Waits until the catalog holds every commit up to `commitTs` (a replica's `X-Svc-Min-Ts`). */
+  readonly reached: (commitTs: number) => Effect.Effect<void>
+  /** The commit up to which the catalog holds every commit, now (synchronous). */
+  readonly position: Effect.Effect<number>
 }>() {}
 
 export const make = (timing: ReloadTiming = defaultTiming) => Effect.gen(function*() {
@@ -139,7 +143,8 @@ export const make = (timing: ReloadTiming = defaultTiming) => Effect.gen(functio
     yield* handled.changes.pipe(Stream.filter((ts) => ts >= target), Stream.runHead)
     yield* backfill.idle
   })
-  return CatalogReload.of({ settled })
+  const reached = (commitTs: number) => Effect.asVoid(handled.changes.pipe(Stream.filter((ts) => ts >= commitTs), Stream.runHead))
+  return CatalogReload.of({ settled, reached, position: SubscriptionRef.get(handled) })
 })
 
 export const layer = (timing: ReloadTiming = defaultTiming) => Layer.scoped(CatalogReload, make(timing))

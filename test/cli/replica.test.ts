@@ -5,12 +5,16 @@
  * is not a commit timestamp), reports its role and how far it follows, and answers unavailable when it has lost
  * its primary, until a standby takes over.
  */
+import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { suiteDatabase } from "../support/postgresSuite.ts"
 import { type Running, startSvc } from "../support/process.ts"
 import { scratchDirectories } from "../support/scratch.ts"
+import { createTestDatabase } from "../support/postgres.ts"
 
 const scratch = scratchDirectories()
+/** A package whose SearchParameter and StructureDefinition resources make SearchParameter a type to write. */
+const conformanceSearch = fileURLToPath(new URL("../fixtures/packages/conformance-search", import.meta.url))
 const env = { SVC_CLUSTER_LEASE_SECONDS: "2" }
 
 const running: Array<Running> = []
@@ -34,9 +38,9 @@ describe("a replica on Postgres", async () => {
   const { available, url } = await suiteDatabase()
 
   it.skipIf(!available)("serves reads, forwards writes with the primary's answer, honours X-Svc-Min-Ts, and is unavailable without a primary", async () => {
-    const primary = await start(["--postgres", url()])
+    const primary = await start(["--postgres", url(), "--package", conformanceSearch])
     await primary.logged("serving")
-    const replica = await start(["--postgres", url(), "--role", "replica", "--primary-url", primary.url])
+    const replica = await start(["--postgres", url(), "--package", conformanceSearch, "--role", "replica", "--primary-url", primary.url])
     await replica.logged("serving")
     const health = await json(await fetch(`${replica.url}/healthz?verbose=1`))
     expect(health).toMatchObject({ status: 200, body: { status: "ok", role: "replica", following: { commit_ts: expect.any(Number) } } })
@@ -87,6 +91,27 @@ describe("a replica on Postgres", async () => {
     const search = await json(await fetch(`${replica.url}/fhir/Patient?family=Relayed`, { headers: { "x-svc-min-ts": bundle.headers.get("x-svc-commit-ts")! } }))
     expect(search.body.entry).toHaveLength(2)
 
+    // A SearchParameter written through the replica: once the replica has its commit, its catalog has the
+    // parameter, and a search with it is served by the replica.
+    const parameter = await fetch(`${replica.url}/fhir/SearchParameter`, {
+      method: "POST",
+      headers: { "content-type": "application/fhir+json" },
+      body: JSON.stringify({
+        resourceType: "SearchParameter", url: "http://example.org/fhir/SearchParameter/patient-surname", name: "surname", status: "active",
+        description: "A patient's family name", code: "surname", base: ["Patient"], type: "string", expression: "Patient.name.family"
+      })
+    })
+    expect(parameter.status).toBe(201)
+    const named = await fetch(`${replica.url}/fhir/Patient`, {
+      method: "POST",
+      headers: { "content-type": "application/fhir+json" },
+      body: JSON.stringify({ resourceType: "Patient", name: [{ family: "Surnamed" }] })
+    })
+    const bySurname = await json(await fetch(`${replica.url}/fhir/Patient?surname=Surnamed`, { headers: { "x-svc-min-ts": named.headers.get("x-svc-commit-ts")! } }))
+    expect([bySurname.status, bySurname.body.entry?.length]).toEqual([200, 1])
+    await replica.loggedWhere((line) => line.message === "request" && line.method === "GET" && line.path === "/fhir/Patient" && line.status === 200)
+    expect(logged(primary, "GET", "/fhir/Patient")).toHaveLength(0)
+
     // The primary gone and no standby: the replica is unavailable; a standby that takes over makes it ready again.
     await primary.stop("SIGKILL")
     await replica.logged("no primary holds the writer lease: this replica is unavailable until one does")
@@ -96,5 +121,24 @@ describe("a replica on Postgres", async () => {
     await standby.logged("serving")
     await replica.logged("a primary holds the writer lease again: following it")
     expect((await fetch(`${replica.url}/readyz`)).status).toBe(200)
+  }, 120_000)
+
+  it.skipIf(!available)("is starting until the primary has made the database, then serves", async () => {
+    const database = await createTestDatabase()
+    try {
+      // The primary's URL is not known yet; nothing is forwarded before it serves.
+      const replica = await start(["--postgres", database.url, "--role", "replica", "--primary-url", "http://127.0.0.1:9"])
+      await replica.logged("replica: waiting for the primary to migrate the database")
+      const waiting = await json(await fetch(`${replica.url}/readyz`))
+      expect([waiting.status, waiting.body]).toEqual([503, { status: "starting", reason: "replica: waiting for the primary to migrate the database and install its packages" }])
+      const primary = await start(["--postgres", database.url])
+      await primary.logged("serving")
+      await replica.logged("serving")
+      expect((await fetch(`${replica.url}/readyz`)).status).toBe(200)
+      expect(replica.lines().some((line) => line.includes("applied migration"))).toBe(false)
+    } finally {
+      await Promise.all(running.splice(0).map((process) => process.stop("SIGKILL")))
+      await database.drop()
+    }
   }, 120_000)
 })
