@@ -221,7 +221,7 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       return {
         database: yield* db.stats,
         commits: { since_start: yield* writer.commits, last_commit_ts: yield* writer.lastCommitTs },
-        ...(held === undefined ? {} : { lease: { holder: held.holder, epoch: held.epoch } }),
+        ...(held === undefined ? {} : { lease: { holder: held.holder, epoch: held.epoch, watermark: yield* feed.published } }),
         ...(replica ? { following: yield* followingDetails(db, feed) } : {}),
         catalog: { generation: current.generation, resource_types: current.resourceTypes.length },
         search_index: progressDetails(yield* backfill.progress),

@@ -40,6 +40,8 @@ describe.skipIf(postgres.skip)("the published watermark", () => {
       }
       expect(Number(rows[0]?.watermark)).toBe(commitTs)
       expect((yield* call("GET", `${server.url}/readyz`)).status).toBe(200)
+      const health = yield* call("GET", `${server.url}/healthz?verbose=1`)
+      expect(health.json).toMatchObject({ role: "primary", lease: { epoch: 1, watermark: commitTs }, database: { pool: expect.any(Number) } })
 
       // The row refuses a new watermark: three renewals later the primary says so.
       yield* onDatabase(url, `
