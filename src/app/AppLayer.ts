@@ -212,8 +212,7 @@ const followingRequired = Layer.scopedDiscard(Effect.gen(function*() {
     Effect.forkScoped
   )
   yield* readiness.require(() => {
-    const last = status.lastRead()
-    const reading = last !== undefined && clock.unsafeCurrentTimeMillis() - last <= stalled
+    const reading = clock.unsafeCurrentTimeMillis() - status.lastRead() <= stalled
     return reading && primary ? undefined : Reasons.notFollowing
   })
 }))

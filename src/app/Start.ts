@@ -162,7 +162,6 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       yield* Scope.addFinalizer(databaseScope, Effect.sync(() => forwarder.close()))
       const catalogReload = Context.get(services, CatalogReload)
       relay.current = makeRelay(forwarder, {
-        now: Effect.zipWith(feed.published, catalogReload.position, Math.min),
         reached: (commitTs) => Effect.zipRight(feed.settled(commitTs), catalogReload.reached(commitTs))
       }, yield* Effect.runtime<never>())
     }

@@ -181,19 +181,20 @@ export const make = (config: AppConfig, publicUrl: string, secrets: SmartSecretV
       return principal
     }
 
+    /** The caller of an access token from `address`; a token not taken counts against the address (`auth_failures_per_minute`). */
+    const verify = (token: string, address: string) =>
+      tokens.verifyAccess(token).pipe(
+        Effect.map((claims) => principalOf(claims, address)),
+        Effect.tapError(() => Effect.sync(() => failures.note(address)))
+      )
+
     const settle = (principal: Principal, route: Route, url: string): Effect.Effect<Principal | Refusal> => {
       if (principal._tag !== "Unresolved") return Effect.succeed(principal)
       // The authorization server's own bearer tokens (the DCR token) are not access tokens: its paths check them.
       if (isOpenPath(url, route)) return Effect.succeed({ _tag: "Anonymous", address: principal.address })
       if (principal.token === "") return Effect.succeed(unauthorized("the Authorization header is not a bearer token", "invalid_request"))
-      return tokens.verifyAccess(principal.token).pipe(
-        Effect.map((claims): Principal | Refusal => principalOf(claims, principal.address)),
-        Effect.catchAll((invalid) =>
-          Effect.sync((): Principal | Refusal => {
-            failures.note(principal.address)
-            return unauthorized(invalid.reason, "invalid_token")
-          })
-        )
+      return verify(principal.token, principal.address).pipe(
+        Effect.catchAll((invalid) => Effect.succeed(unauthorized(invalid.reason, "invalid_token")))
       )
     }
 
@@ -230,14 +231,11 @@ export const make = (config: AppConfig, publicUrl: string, secrets: SmartSecretV
       verify: (token, address) =>
         Effect.suspend(() => {
           if (failures.exceeded(address)) return Effect.fail({ code: "Unauthorized", reason: "too many unknown tokens from this address; try again after the minute ends" })
-          return tokens.verifyAccess(token).pipe(
-            Effect.map((claims) => principalOf(claims, address)),
-            Effect.catchAll((invalid) =>
-              Effect.sync(() => failures.note(address)).pipe(Effect.zipRight(Effect.fail({
-                code: invalid.reason === reasons.expired ? "TokenExpired" as const : invalid.reason === reasons.revoked ? "TokenRevoked" as const : "Unauthorized" as const,
-                reason: invalid.reason
-              })))
-            )
+          return verify(token, address).pipe(
+            Effect.mapError((invalid) => ({
+              code: invalid.reason === reasons.expired ? "TokenExpired" as const : invalid.reason === reasons.revoked ? "TokenRevoked" as const : "Unauthorized" as const,
+              reason: invalid.reason
+            }))
           )
         })
     })

@@ -265,8 +265,8 @@ export interface PollingOptions {
 
 /** How a polling feed is doing: when it last read the log, in milliseconds on the process's clock. */
 export class PollingStatus extends Context.Tag("svc/db/PollingStatus")<PollingStatus, {
-  /** When the last read of the log succeeded; undefined before the first. */
-  readonly lastRead: () => number | undefined
+  /** When the last read of the log succeeded (before the first, when the feed started). */
+  readonly lastRead: () => number
 }>() {}
 
 /**
@@ -280,7 +280,7 @@ export const polling = (options: PollingOptions) =>
       const clock = yield* Effect.clock
       const start = yield* lastLoggedTs(db)
       const { feed, sink } = yield* makeHub(db, start)
-      let lastRead: number | undefined = clock.unsafeCurrentTimeMillis()
+      let lastRead = clock.unsafeCurrentTimeMillis()
       const poll = (after: number): Effect.Effect<number> =>
         readLogPage(db, after).pipe(
           Effect.tap(() => Effect.sync(() => void (lastRead = clock.unsafeCurrentTimeMillis()))),

@@ -203,6 +203,33 @@ const single = (value: string | ReadonlyArray<string> | undefined): string | und
 
 const outcomeType = "application/fhir+json; charset=utf-8"
 
+/** An admission not yet answered. */
+const newAdmission = (
+  route: Route,
+  principal: Principal,
+  requestId: string,
+  client: string,
+  method: string,
+  url: string,
+  startedNanos: bigint,
+  bytesIn: number | undefined,
+  closed: boolean
+): Admission => ({
+  route,
+  principal,
+  requestId,
+  client,
+  method,
+  url,
+  startedNanos,
+  bytesIn,
+  status: undefined,
+  bytesOut: undefined,
+  inEdge: false,
+  closed,
+  completed: false
+})
+
 export const make = (options: FrontDoorOptions): FrontDoor => {
   const { clock, sink, trusted } = options
   let resolve = options.resolve ?? anonymousResolver
@@ -288,21 +315,8 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
     const client = clientAddress(request.socket.remoteAddress, single(headers["x-forwarded-for"]), trusted)
     const principal = resolve(headers, client)
     const length = headers["content-length"]
-    const admission: Admission = {
-      route,
-      principal,
-      requestId: pickRequestId(single(headers["x-request-id"])),
-      client,
-      method,
-      url,
-      startedNanos,
-      bytesIn: length === undefined ? undefined : Number(length),
-      status: undefined,
-      bytesOut: undefined,
-      inEdge: false,
-      closed: false,
-      completed: false
-    }
+    const requestId = pickRequestId(single(headers["x-request-id"]))
+    const admission = newAdmission(route, principal, requestId, client, method, url, startedNanos, length === undefined ? undefined : Number(length), false)
     ;(request as IncomingMessage & Admitted)[admissionKey] = admission
     return admission
   }
@@ -353,21 +367,8 @@ export const make = (options: FrontDoorOptions): FrontDoor => {
   const step = (taken: Step): Refusal | StepAdmission => {
     const route: Route = { ...classify("GET", taken.url), cost: taken.cost }
     const verdict = judge(route, taken.principal, { url: taken.url, headers: {} })
-    const entered: Admission = {
-      route,
-      principal: taken.principal,
-      requestId: pickRequestId(undefined),
-      client: taken.client,
-      method: taken.method,
-      url: taken.url,
-      startedNanos: clock.unsafeCurrentTimeNanos(),
-      bytesIn: undefined,
-      status: undefined,
-      bytesOut: undefined,
-      inEdge: false,
-      closed: true,
-      completed: false
-    }
+    // Nothing of a connection's socket is its step's: it is closed from the start, and completes when answered.
+    const entered = newAdmission(route, taken.principal, pickRequestId(undefined), taken.client, taken.method, taken.url, clock.unsafeCurrentTimeNanos(), undefined, true)
     // Refused, it is completed at once as a refused request is (the rate limit and quotas skip a 429).
     if (verdict._tag === "Refused") {
       entered.status = verdict.status

@@ -41,8 +41,6 @@ export class CatalogReload extends Context.Tag("svc/search/CatalogReload")<Catal
   readonly settled: Effect.Effect<void>
   /** Waits until the catalog holds every commit up to `commitTs` (a replica's `X-Svc-Min-Ts`). */
   readonly reached: (commitTs: number) => Effect.Effect<void>
-  /** The commit up to which the catalog holds every commit, now (synchronous). */
-  readonly position: Effect.Effect<number>
 }>() {}
 
 export const make = (timing: ReloadTiming = defaultTiming) => Effect.gen(function*() {
@@ -144,7 +142,7 @@ export const make = (timing: ReloadTiming = defaultTiming) => Effect.gen(functio
     yield* backfill.idle
   })
   const reached = (commitTs: number) => Effect.asVoid(handled.changes.pipe(Stream.filter((ts) => ts >= commitTs), Stream.runHead))
-  return CatalogReload.of({ settled, reached, position: SubscriptionRef.get(handled) })
+  return CatalogReload.of({ settled, reached })
 })
 
 export const layer = (timing: ReloadTiming = defaultTiming) => Layer.scoped(CatalogReload, make(timing))

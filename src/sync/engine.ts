@@ -260,6 +260,15 @@ export const make = Effect.gen(function*() {
         queryFailed(connection, id, { code: "ServerError", error: fail("exception", "the server failed to start this live query; see its log") })
       )))
 
+  /** Searches a held query again and sends its whole `result` (a reload, a new token); under the lock. */
+  const refresh = (live: Live, catalog: Catalog) =>
+    Effect.gen(function*() {
+      const page = yield* Effect.either(searchPage(live, catalog))
+      if (Either.isLeft(page) || byKey.get(live.key) !== live) return
+      hold(live, page.right)
+      yield* sendResult(live, page.right)
+    })
+
   /** What changed between the result held and `page`. */
   const diff = (live: Live, page: Page): QueryChanges | undefined => {
     const entered: Array<unknown> = []
@@ -325,11 +334,7 @@ export const make = Effect.gen(function*() {
         const catalog = yield* catalogs.get
         for (const id of ids) {
           const live = byConnection.get(connection)?.get(id)
-          if (live === undefined) continue
-          const page = yield* Effect.either(searchPage(live, catalog))
-          if (Either.isLeft(page) || byKey.get(live.key) !== live) continue
-          hold(live, page.right)
-          yield* sendResult(live, page.right)
+          if (live !== undefined) yield* refresh(live, catalog)
         }
       })),
     reauthorize: (connection, fresh) =>
@@ -344,11 +349,7 @@ export const make = Effect.gen(function*() {
             continue
           }
           live.access = access
-          if (!fresh) continue
-          const page = yield* Effect.either(searchPage(live, catalog))
-          if (Either.isLeft(page)) continue
-          hold(live, page.right)
-          yield* sendResult(live, page.right)
+          if (fresh) yield* refresh(live, catalog)
         }
       })),
     closeAll: (connection, code, reason) =>
