@@ -28,6 +28,12 @@ export interface Arguments {
   readonly values: URLSearchParams
   /** The resources given as resource parameters of a Parameters body, by name. */
   readonly resources: ReadonlyMap<string, ReadonlyArray<Record<string, unknown>>>
+  /**
+   * The values of complex types (`valueCoding`, `valueCodeableConcept`, `valueMeta`, ...) given in a Parameters
+   * body, by name. In the URL such a parameter cannot be given (a Coding has the token form `system|code`, which a
+   * module reads from `values` when it allows it).
+   */
+  readonly complex: ReadonlyMap<string, ReadonlyArray<Record<string, unknown>>>
 }
 
 /** Query parameters that ask how the answer is written, not what the operation does. */
@@ -73,15 +79,27 @@ export const isOfType = (type: string | undefined, value: string): boolean => {
 
 const resourceTypes = new Set(["Resource", "DomainResource"])
 
-/** The value of a Parameters parameter as text, or a resource; undefined when it has neither. */
-const parameterValue = (parameter: Record<string, unknown>): string | Record<string, unknown> | undefined => {
-  if (isRecord(parameter["resource"])) return parameter["resource"]
+type ParameterValue =
+  | { readonly kind: "text"; readonly text: string }
+  | { readonly kind: "resource"; readonly resource: Record<string, unknown> }
+  | { readonly kind: "complex"; readonly value: Record<string, unknown> }
+
+/** The value of a Parameters parameter: text, a resource, or a value of a complex type; undefined when it has none. */
+const parameterValue = (parameter: Record<string, unknown>): ParameterValue | undefined => {
+  if (isRecord(parameter["resource"])) return { kind: "resource", resource: parameter["resource"] }
   for (const key in parameter) {
     if (!key.startsWith("value")) continue
     const value = parameter[key]
-    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") return String(value)
+    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") return { kind: "text", text: String(value) }
+    if (isRecord(value)) return { kind: "complex", value }
   }
   return undefined
+}
+
+const append = <A>(map: Map<string, Array<A>>, name: string, value: A): void => {
+  const list = map.get(name)
+  if (list === undefined) map.set(name, [value])
+  else list.push(value)
 }
 
 /**
@@ -99,6 +117,7 @@ export const readArguments = (
     const values = new URLSearchParams()
     for (const [name, value] of request.params) if (!formatNames.has(name)) values.append(name, value)
     const resources = new Map<string, Array<Record<string, unknown>>>()
+    const complex = new Map<string, Array<Record<string, unknown>>>()
     let parameters = body
     if (parameters === undefined && request.http.method === "POST") {
       const contentLength = Number(request.http.headers["content-length"] ?? "0")
@@ -114,18 +133,19 @@ export const readArguments = (
         if (!isRecord(parameter) || typeof parameter["name"] !== "string") continue
         const value = parameterValue(parameter)
         if (value === undefined) return yield* fail("invalid", `The parameter '${parameter["name"]}' of ${operation} has no value`)
-        if (typeof value === "string") values.append(parameter["name"], value)
-        else resources.set(parameter["name"], [...(resources.get(parameter["name"]) ?? []), value])
+        if (value.kind === "text") values.append(parameter["name"], value.text)
+        else if (value.kind === "resource") append(resources, parameter["name"], value.resource)
+        else append(complex, parameter["name"], value.value)
       }
     }
     const byName = new Map(accepted.map((input) => [input.name, input]))
-    const given = new Set([...values.keys(), ...resources.keys()])
+    const given = new Set([...values.keys(), ...resources.keys(), ...complex.keys()])
     for (const name of given) {
       const input = byName.get(name)
       if (input === undefined) {
         return yield* fail("invalid", `Unknown parameter '${name}' for ${operation}; it takes ${accepted.map((a) => a.name).join(", ")}`)
       }
-      const count = values.getAll(name).length + (resources.get(name)?.length ?? 0)
+      const count = values.getAll(name).length + (resources.get(name)?.length ?? 0) + (complex.get(name)?.length ?? 0)
       if (input.max !== "*" && count > Number(input.max)) {
         return yield* fail("invalid", `The parameter '${name}' of ${operation} is given more than once`)
       }
@@ -142,5 +162,5 @@ export const readArguments = (
     for (const input of accepted) {
       if (input.min > 0 && !given.has(input.name)) return yield* fail("required", `${operation} needs the parameter '${input.name}'`)
     }
-    return { accepted, values, resources } satisfies Arguments
+    return { accepted, values, resources, complex } satisfies Arguments
   })
