@@ -55,7 +55,8 @@ const lastSegment = (path: string): string | undefined => {
  * Forwarded:
  * - every FHIR API request that is not a GET or HEAD (a write, a batch or transaction, a POSTed search or
  *   operation: the replica cannot tell from the path which of them write);
- * - a GET or HEAD of `$export` at any level (the export job runs on the primary);
+ * - a GET or HEAD of `$export` at any level (the export job runs on the primary), and of `$document` with
+ *   `persist=true` (it stores the document);
  * - everything under `/auth/` (the authorization server writes its grants and tokens) and `/export/`
  *   (the jobs and their files live on the primary);
  * - `/graphql` unless GET or HEAD (a POSTed document may hold a mutation);
@@ -67,11 +68,21 @@ const lastSegment = (path: string): string | undefined => {
  * no route answers (a request target not in origin form, such as `*`, included): the replica answers
  * those with its own 404 or 405.
  */
+/** Whether the query of a `$document` asks for the document to be stored (`persist=true`: a create of a Bundle). */
+const storesDocument = (query: string): boolean => {
+  const hash = query.indexOf("#")
+  return new URLSearchParams(hash === -1 ? query : query.slice(0, hash)).getAll("persist").includes("true")
+}
+
 export const mustForward = (method: string, url: string): boolean => {
   if (!url.startsWith("/")) return false
   const end = url.search(/[?#]/)
   const path = end === -1 ? url : url.slice(0, end)
-  if (isUnder(path, fhirBase)) return !isRead(method) || lastSegment(path.slice(fhirBase.length)) === "$export"
+  if (isUnder(path, fhirBase)) {
+    if (!isRead(method)) return true
+    const last = lastSegment(path.slice(fhirBase.length))
+    return last === "$export" || (last === "$document" && end !== -1 && url[end] === "?" && storesDocument(url.slice(end + 1)))
+  }
   if (path.startsWith("/auth/") || path.startsWith("/export/")) return true
   if (path === "/graphql") return !isRead(method)
   return path === "/ws"

@@ -4,23 +4,29 @@
  * resource type. An operation of the interface that a later version serves (spec: Operations) is a 501
  * naming it; any other `$name` is not an operation this server knows (404).
  */
+import type { HttpServerResponse } from "@effect/platform"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Layer } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { OperationLevel } from "../catalog/definitions.ts"
-import { fail } from "../http/FhirError.ts"
+import type { Database } from "../db/Database.ts"
+import type { LeaseLost } from "../db/WriterLease.ts"
+import { fail, type FhirError } from "../http/FhirError.ts"
+import type { ResourceStore, StoreError, StoreSettings } from "../store/ResourceStore.ts"
 import type { FhirRequest } from "../rest/FhirRequest.ts"
 import { type OperationAt, Operations } from "../rest/Operations.ts"
+import { documentModule } from "./document.ts"
 import { everythingModule } from "./everything.ts"
 import type { OperationCall, OperationModule } from "./Operation.ts"
 import { operationGranted } from "../auth/access/enforce.ts"
 import { validateModule } from "./validate.ts"
 
 /** Every operation served, in the order the CapabilityStatement lists them. */
-export const operations = [validateModule, everythingModule] as const
+export const operations = [validateModule, everythingModule, documentModule] as const
 
 /** The operations of the interface that later versions serve: asked for today, a 501. */
 const plannedOperations: ReadonlySet<string> = new Set([
-  "everything", "export", "validate", "meta", "meta-add", "meta-delete", "document", "install", "expand", "lookup",
+  "everything", "export", "validate", "meta", "meta-add", "meta-delete", "install", "expand", "lookup",
   "validate-code", "subsumes", "translate", "expandability", "populate", "extract", "assemble", "next-question",
   "behavior", "graphql"
 ])
@@ -52,7 +58,7 @@ export const invoke = (
   method: string,
   path: string,
   at: OperationAt
-) => {
+): Effect.Effect<HttpServerResponse.HttpServerResponse, FhirError | SqlError | StoreError | LeaseLost, Database | StoreSettings | ResourceStore> => {
   if (at.type !== undefined && !catalog.isResourceType(at.type)) return Effect.fail(fail("not-found", `${at.type} is not a resource type this server knows`))
   const call: OperationCall = { request, type: at.type, id: at.id }
   for (const module of operations) {

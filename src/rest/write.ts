@@ -80,14 +80,19 @@ const ifMatchOf = (request: FhirRequest) => {
   return expected instanceof FhirError ? Effect.fail(expected) : Effect.succeed(expected)
 }
 
+/** A plain create of `body` under `id` (validated before the Writer's queue), for `request`: the version written and its commit. */
+export const createResource = (request: FhirRequest, type: string, body: Record<string, unknown>, id: string = randomUUID()) =>
+  Effect.gen(function*() {
+    const ahead = yield* prevalidate(request, "create", type, id, body)
+    return yield* inTransaction(request, (env) => createCommand(withPrevalidated(env, ahead), type, body, id))
+  })
+
 /** A create; with `If-None-Exist`, a conditional create that writes nothing when a resource matches. */
 export const create = (request: FhirRequest, type: string, body: Record<string, unknown>) =>
   Effect.gen(function*() {
     const ifNoneExist = header(request, "if-none-exist")
     if (ifNoneExist === undefined) {
-      const id = randomUUID()
-      const ahead = yield* prevalidate(request, "create", type, id, body)
-      const { commitTs, value } = yield* inTransaction(request, (env) => createCommand(withPrevalidated(env, ahead), type, body, id))
+      const { commitTs, value } = yield* createResource(request, type, body)
       return written(request, type, value.id, value.stored, commitTs, "created")
     }
     const condition = readCondition(request.catalog, type, ifNoneExist, "conditional create")

@@ -53,6 +53,38 @@ export const readCurrent = (sql: SqlClient.SqlClient, type: string, id: string):
     (rows) => (rows[0] === undefined ? undefined : toVersion(rows[0]))
   )
 
+/** Ids per statement: well under SQLite's and Postgres's limits on bound parameters. */
+const idsPerRead = 500
+
+export interface CurrentRow extends VersionRow {
+  /** Whether the resource meets the condition `currentOf` was given (true without one). */
+  readonly allowed: boolean
+}
+
+/**
+ * The current version of each resource of `type` among `ids` that ever existed (a delete has `content` null),
+ * one statement per 500 ids, with whether it meets `condition` (a condition on `r`, such as a caller's
+ * restriction: src/auth/access/conditions.ts). Ids never written are not in the answer.
+ */
+export const currentOf = (
+  sql: SqlClient.SqlClient,
+  type: string,
+  ids: ReadonlyArray<string>,
+  condition?: Statement.Fragment
+): Effect.Effect<ReadonlyArray<CurrentRow>, SqlError> => {
+  const chunks: Array<ReadonlyArray<string>> = []
+  for (let i = 0; i < ids.length; i += idsPerRead) chunks.push(ids.slice(i, i + idsPerRead))
+  const allowed = condition === undefined ? sql`1` : sql`CASE WHEN ${condition} THEN 1 ELSE 0 END`
+  return Effect.map(
+    Effect.forEach(chunks, (chunk) =>
+      sql<RawVersion & { readonly allowed: number | string | boolean }>`
+        SELECT r.type, r.id, v.version, v.commit_ts, v.op, v.content, ${allowed} AS allowed
+        FROM resources r JOIN resource_versions v ON v.rkey = r.rkey AND v.version = r.version
+        WHERE r.type = ${type} AND ${sql.in("r.id", chunk)}`),
+    (read) => read.flat().map((row) => ({ ...toVersion(row), allowed: row.allowed === 1 || row.allowed === "1" || row.allowed === true }))
+  )
+}
+
 /** One version of `type/id`, or undefined. */
 export const readVersion = (sql: SqlClient.SqlClient, type: string, id: string, version: number) =>
   Effect.map(

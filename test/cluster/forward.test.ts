@@ -164,6 +164,13 @@ describe("mustForward", () => {
     ["GET", "/fhir/Patient?_query=$export", false],
     ["GET", "/fhir/Group%2Fg1%2F%24export", false],
     ["GET", "/fhir/%E0%A4%A", false],
+    // $document stores the document it assembles with persist=true
+    ["GET", "/fhir/Composition/c1/$document?persist=true", true],
+    ["GET", "/fhir/Composition/$document?id=c1&persist=true", true],
+    ["GET", "/fhir/Composition/c1/%24document?_format=xml&persist=true", true],
+    ["GET", "/fhir/Composition/c1/$document", false],
+    ["GET", "/fhir/Composition/c1/$document?persist=false", false],
+    ["GET", "/fhir/Composition/c1/$document?_persist=true", false],
     // not the FHIR API
     ["POST", "/fhirX", false],
     ["POST", "/fhirX/Patient", false],

@@ -21,6 +21,10 @@ describe("the operations registry", () => {
     expect(operationsOn("Observation")).toEqual([{ name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" }])
     expect(operationsOn("Patient").map((operation) => operation.name)).toEqual(["validate", "everything"])
     expect(operationsOn("Encounter").find((operation) => operation.name === "everything")?.definition).toBe("http://hl7.org/fhir/OperationDefinition/Encounter-everything")
+    expect(operationsOn("Composition")).toEqual([
+      { name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" },
+      { name: "document", definition: "http://hl7.org/fhir/OperationDefinition/Composition-document" }
+    ])
   })
 })
 
