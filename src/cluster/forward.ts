@@ -46,6 +46,9 @@ const lastSegment = (path: string): string | undefined => {
   }
 }
 
+/** Operations only the primary answers, GET included: `$export` (its jobs run there) and `$install` (so do its jobs). */
+const primaryOperations: ReadonlySet<string> = new Set(["$export", "$install"])
+
 /**
  * Whether a replica sends this request to the primary. `url` is the request target as Node gives it
  * (path and query); the path is read without the query, as the server's own router reads it
@@ -55,7 +58,8 @@ const lastSegment = (path: string): string | undefined => {
  * Forwarded:
  * - every FHIR API request that is not a GET or HEAD (a write, a batch or transaction, a POSTed search or
  *   operation: the replica cannot tell from the path which of them write);
- * - a GET or HEAD of `$export` at any level (the export job runs on the primary);
+ * - a GET or HEAD of `$export` at any level (the export job runs on the primary), and of `$install` (its jobs
+ *   and their status are the primary's, and so is the list of installed packages it answers);
  * - everything under `/auth/` (the authorization server writes its grants and tokens) and `/export/`
  *   (the jobs and their files live on the primary);
  * - `/graphql` unless GET or HEAD (a POSTed document may hold a mutation);
@@ -71,7 +75,7 @@ export const mustForward = (method: string, url: string): boolean => {
   if (!url.startsWith("/")) return false
   const end = url.search(/[?#]/)
   const path = end === -1 ? url : url.slice(0, end)
-  if (isUnder(path, fhirBase)) return !isRead(method) || lastSegment(path.slice(fhirBase.length)) === "$export"
+  if (isUnder(path, fhirBase)) return !isRead(method) || primaryOperations.has(lastSegment(path.slice(fhirBase.length)) ?? "")
   if (path.startsWith("/auth/") || path.startsWith("/export/")) return true
   if (path === "/graphql") return !isRead(method)
   return path === "/ws"
