@@ -129,7 +129,7 @@ for (const backend of backendsUnderTest) {
           const types = reply.json.parameter.find((p: any) => p.name === "package").part.filter((part: any) => part.name === "type")
           expect(types).toEqual([{ name: "type", part: [{ name: "resourceType", valueCode: "SearchParameter" }, { name: "count", valueInteger: 1 }] }])
           expect(reply.json.parameter.find((p: any) => p.name === "resources").valueInteger).toBe(1)
-          expectStatus(yield* get("SearchParameter/upload-nick"), 200)
+          expectStatus(yield* get("Patient?upload-nick=x"), 200)
           // The catalog holds it once the answer comes; the index takes the Patient written before in the background.
           yield* server.searchIndexed
           const health = yield* call("GET", `${server.url}/healthz?verbose=1`)
@@ -147,7 +147,7 @@ for (const backend of backendsUnderTest) {
           const reply = yield* install([{ name: "archive", valueBase64Binary: archive }])
           expectStatus(reply, 200)
           expect(packagesOf(reply).map((pkg) => [pkg["name"], pkg["status"]])).toEqual([["test.install.b64", "installed"]])
-          expectStatus(yield* get("SearchParameter/install-b64"), 200)
+          expectStatus(yield* get("Patient?install-b64=x"), 200)
         }))
 
       it.effect("installs name@version from the configured registry with the dependency it lacks; again, nothing changes", () =>
@@ -158,7 +158,7 @@ for (const backend of backendsUnderTest) {
             ["test.install.dep", "installed", true, `registry ${(yield* Fixture).registry}`],
             ["test.install.reg", "installed", false, `registry ${(yield* Fixture).registry}`]
           ])
-          expectStatus(yield* get("SearchParameter/install-dep"), 200)
+          expectStatus(yield* get("Patient?install-dep=x"), 200)
           const again = yield* install([{ name: "name", valueString: "test.install.reg" }, { name: "version", valueString: "1.0.0" }])
           expectStatus(again, 200)
           expect(packagesOf(again).map((pkg) => [pkg["name"], pkg["status"]])).toEqual([["test.install.reg", "already-installed"]])
@@ -209,8 +209,8 @@ for (const backend of backendsUnderTest) {
           const names = yield* installedNames
           expect(names).not.toContain("test.install.lacking@1.0.0")
           expect(names).not.toContain("test.install.dep2@1.0.0")
-          expectStatus(yield* get("SearchParameter/install-dep2"), 404)
-          expectStatus(yield* get("SearchParameter/install-lacking"), 404)
+          expectStatus(yield* get("Patient?install-dep2=x"), 400)
+          expectStatus(yield* get("Patient?install-lacking=x"), 400)
         }))
 
       it.effect("a broken archive installs nothing, and one past the body limit is a 413", () =>
@@ -218,7 +218,7 @@ for (const backend of backendsUnderTest) {
           const before = yield* installedNames
           const notJson = tgz({
             "package/package.json": JSON.stringify({ name: "test.install.broken", version: "1.0.0", fhirVersions: ["4.0.1"] }),
-            "package/SearchParameter-install-broken.json": JSON.stringify({ resourceType: "SearchParameter", id: "install-broken" }),
+            ...withParameter("test.install.broken", "1.0.0", "install-broken").files,
             "package/StructureDefinition-bad.json": "{ not json"
           })
           const broken = yield* sendArchive(notJson)
@@ -227,7 +227,7 @@ for (const backend of backendsUnderTest) {
           const truncated = yield* sendArchive(packageTgz(withParameter("test.install.cut", "1.0.0", "install-cut")).subarray(0, 60), "application/octet-stream")
           expectStatus(truncated, 422)
           expectStatus(yield* sendArchive(Buffer.from("plain text, not an archive")), 422)
-          expectStatus(yield* get("SearchParameter/install-broken"), 404)
+          expectStatus(yield* get("Patient?install-broken=x"), 400)
           expect(yield* installedNames).toEqual(before)
           expectStatus(yield* sendArchive(Buffer.alloc(1_100_000, 1)), 413)
         }))
@@ -268,27 +268,39 @@ for (const backend of backendsUnderTest) {
       it.effect("installs it while serving; its SearchParameter finds a Patient written before, once the index has caught up", () =>
         Effect.gen(function*() {
           const server = yield* Real
-          const maiden = "http://hl7.org/fhir/StructureDefinition/patient-mothersMaidenName"
-          const patient = yield* call("POST", `${server.base}/Patient`, {
-            body: { resourceType: "Patient", extension: [{ url: maiden, valueString: "Installwood" }], name: [{ family: "Child" }] }
+          const study = yield* call("POST", `${server.base}/ResearchStudy`, { body: { resourceType: "ResearchStudy", status: "active", title: "Install" } })
+          expectStatus(study, 201)
+          const enrolled = yield* call("POST", `${server.base}/Observation`, {
+            body: {
+              resourceType: "Observation",
+              status: "final",
+              code: { text: "enrolled" },
+              extension: [{ url: "http://hl7.org/fhir/StructureDefinition/workflow-researchStudy", valueReference: { reference: `ResearchStudy/${study.json.id}` } }]
+            }
           })
-          expectStatus(patient, 201)
-          expectStatus(yield* call("GET", `${server.base}/Patient?mothersMaidenName=Installwood`), 400)
+          expectStatus(enrolled, 201)
+          // R4 has the extension but not this search parameter on it: the guide brings it.
+          const query = `${server.base}/Observation?researchStudy=ResearchStudy/${study.json.id}`
+          expectStatus(yield* call("GET", query), 400)
           const reply = yield* call("POST", `${server.base}/$install?package=${encodeURIComponent(realGuide)}`)
           expectStatus(reply, 200)
           const [guide] = packagesOf(reply)
           expect(guide).toMatchObject({ name: "hl7.fhir.uv.extensions.r4", version: "5.3.0-ballot-tc1", status: "installed", dependency: false })
-          expect(Number(guide!["resources"])).toBeGreaterThan(1000)
+          const types = Object.fromEntries(reply.json.parameter.find((p: any) => p.name === "package").part
+            .filter((part: any) => part.name === "type").map((part: any) => [part.part[0].valueCode, part.part[1].valueInteger]))
+          expect(types["SearchParameter"]).toBe(19)
+          expect(types["StructureDefinition"]).toBeGreaterThan(600)
+          expect(guide!["resources"]).toBe(Object.values(types).reduce((sum: number, n) => sum + Number(n), 0))
           // Its dependency on another version of the terminology package is met by the one installed.
           const warnings = reply.json.parameter.find((p: any) => p.name === "outcome").resource.issue.filter((issue: any) => issue.severity === "warning")
           expect(warnings.map((issue: any) => issue.diagnostics).join(" ")).toContain("hl7.terminology.r4@7.0.1 is installed: keeping it")
           yield* server.searchIndexed
           const health = yield* call("GET", `${server.url}/healthz?verbose=1`)
           expect(health.json.search_index).toMatchObject({ state: "idle", failed: 0 })
-          const search = yield* call("GET", `${server.base}/Patient?mothersMaidenName=Installwood`)
+          const search = yield* call("GET", query)
           expectStatus(search, 200)
-          expect(found(search)).toEqual([patient.json.id])
-          expectStatus(yield* call("GET", `${server.base}/SearchParameter/patient-extensions-Patient-mothersMaidenName`), 200)
+          expect(found(search)).toEqual([enrolled.json.id])
+          expectStatus(yield* call("GET", `${server.base}/SearchParameter/workflow-researchStudy`), 200)
         }), 300_000)
     })
   })
