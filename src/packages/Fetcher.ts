@@ -169,13 +169,17 @@ export const make = (options: FetcherOptions = {}) =>
     /** A tarball by URL, from the configured source it lies within (`PackageSource.download`); refused when none holds it. */
     const fetchReference = (url: string): Effect.Effect<LoadedPackage, PackageError> =>
       Effect.gen(function*() {
-        const refused = (reason: string) => new PackageReferenceRefused({ reference: url, reason })
-        if (!URL.canParse(url)) return yield* refused("it is not a URL")
+        if (!URL.canParse(url)) return yield* new PackageReferenceRefused({ reference: url, reason: "it is not a URL" })
         const reference = new URL(url)
+        // Shown without a user name or password, should it carry one.
+        const shown = new URL(url)
+        shown.username = ""
+        shown.password = ""
+        const refused = (reason: string) => new PackageReferenceRefused({ reference: shown.href, reason })
         if (reference.username !== "" || reference.password !== "") return yield* refused("a URL may not carry a user name or password")
         if (!["http:", "https:", "s3:"].includes(reference.protocol)) return yield* refused("only http(s):// and s3:// URLs are taken")
         return yield* Effect.scoped(Effect.gen(function*() {
-          const work = yield* Cache.tempDir().pipe(Effect.mapError((reason) => new PackageSourceError({ package: url, source: "reference", reason })))
+          const work = yield* Cache.tempDir().pipe(Effect.mapError((reason) => new PackageSourceError({ package: shown.href, source: "reference", reason })))
           for (const source of yield* sources) {
             const download = source.download?.(reference, work)
             if (download === undefined) continue

@@ -8,10 +8,12 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { fileURLToPath } from "node:url"
+import { SmartSecrets } from "../../src/auth/SmartSecrets.ts"
 import { layer as fetcherLayer } from "../../src/packages/Fetcher.ts"
 import { type BackendKind, pgAvailable } from "../support/backends.ts"
 import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
 import { call, type Reply, startServer, type TestServer } from "../support/server.ts"
+import { secrets, systemToken } from "../support/smartTokens.ts"
 import { closedPort, type PackageDef, packageTgz, registry, s3Credentials, s3Server, tempDir, tgz } from "../packages/support.ts"
 
 const fixtureMirror = fileURLToPath(new URL("../fixtures/packages/mirror", import.meta.url))
@@ -305,3 +307,30 @@ for (const backend of backendsUnderTest) {
     })
   })
 }
+
+class Smart extends Context.Tag("test/InstallSmartServer")<Smart, TestServer>() {}
+
+describe("$install under --smart", () => {
+  layer(
+    Layer.scoped(Smart, startServer("sqlite", { smart: { enabled: true, demo_login: true } }).pipe(Effect.provideService(SmartSecrets, secrets))),
+    { timeout: 120_000, excludeTestServices: true }
+  )((it) => {
+    it.effect("is only for a caller granted every permission on every type", () =>
+      Effect.gen(function*() {
+        const server = yield* Smart
+        const archive = packageTgz(withParameter("test.install.smart", "1.0.0", "install-smart")).toString("base64")
+        const body = { resourceType: "Parameters", parameter: [{ name: "archive", valueBase64Binary: archive }] }
+        const post = (token: string) => call("POST", `${server.base}/$install`, { body, headers: { authorization: `Bearer ${token}` } })
+        const reader = yield* systemToken(server, "system/*.rs")
+        const refused = yield* post(reader)
+        expectStatus(refused, 403)
+        expect(diagnostics(refused)).toContain("$install needs every permission on every type")
+        expectStatus(yield* call("GET", `${server.base}/$install`, { headers: { authorization: `Bearer ${reader}` } }), 403)
+        expectStatus(yield* call("POST", `${server.base}/$install`, { body }), 401)
+        const admin = yield* systemToken(server, "system/*.cruds")
+        const installed = yield* post(admin)
+        expectStatus(installed, 200)
+        expect(packagesOf(installed).map((pkg) => [pkg["name"], pkg["status"]])).toEqual([["test.install.smart", "installed"]])
+      }))
+  })
+})

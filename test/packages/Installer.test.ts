@@ -27,7 +27,7 @@ for (const backend of backends) {
         const reported: Array<string> = []
         const first = yield* installPackage(sample, (pkg, done, total) => reported.push(`${pkg} ${done}/${total}`))
         expect(reported).toEqual(["example.fhir.test@1.0.0 2/2"])
-        expect(first).toEqual({ installed: true, resources: 2, skipped: ["no-id.json"] })
+        expect(first).toEqual({ installed: true, resources: 2, skipped: ["no-id.json"], types: { SearchParameter: 1, StructureDefinition: 1 } })
         const again = yield* installPackage(sample)
         expect(again.installed).toBe(false)
         const { writer: sql } = yield* Database
