@@ -1,7 +1,8 @@
 /**
  * Installs loaded packages into the database: each package once, in one Writer command (one
- * transaction), its resources becoming ordinary resources of the server, recorded in `svc_packages`
- * with name, version, source and checksum.
+ * transaction; `installPackages` puts several in the same one, so that all or none are installed), its
+ * resources becoming ordinary resources of the server, recorded in `svc_packages` with name, version,
+ * source and checksum.
  */
 import type { LeaseLost } from "../db/WriterLease.ts"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -121,7 +122,6 @@ export const installPackages = (
     const { commitTs } = yield* writer.commit(({ commitTs, record }) =>
       Effect.gen(function*() {
         const entries: Array<StoredEntry> = []
-        let index = 0
         for (const { pkg, usable } of chosen) {
           const label = `${pkg.name}@${pkg.version}`
           let done = 0
@@ -133,7 +133,6 @@ export const installPackages = (
             const stored = yield* putVersion(sql, { type, id, resource, commitTs })
             record({ type, id, version: stored.version, op: stored.version === 1 ? "create" : "update", resource: stored.content })
             if (hasEntries(type)) entries.push(entryOf(stored.rkey, stored.version, stored.resource, stored.content))
-            index++
             if (progress && done % progressEvery === 0) progress(label, done, usable.length)
           }
           progress?.(label, usable.length, usable.length)
@@ -144,7 +143,6 @@ export const installPackages = (
         }
         // What the catalog keeps of each conformance resource, so that no start has to read them again.
         yield* writeEntries(sql, entries)
-        return index
       })
     )
     const finished = yield* Clock.currentTimeMillis
