@@ -7,7 +7,7 @@ import { Clock, type Duration, Effect } from "effect"
 import { type Catalog, fromEntries } from "../catalog/Catalog.ts"
 import { storedEntries } from "../catalog/stored.ts"
 import { r4ReleaseDefaults, PackageFetcher } from "../packages/Fetcher.ts"
-import { type InstallProgress, installPackage, isInstalled } from "../packages/Installer.ts"
+import { type InstallProgress, installedPackages, installPackage, isInstalled } from "../packages/Installer.ts"
 import { parse } from "../packages/PackageSpec.ts"
 import { isExact } from "../packages/versions.ts"
 import { Readiness, Reasons } from "../http/Readiness.ts"
@@ -36,8 +36,9 @@ export const installConfiguredPackages = (specs: ReadonlyArray<string>, progress
     const missing = yield* Effect.filter(specs, (spec) => Effect.map(alreadyInstalled(spec), (has) => !has))
     if (missing.length === 0) return
     const fetcher = yield* PackageFetcher
-    // The fetcher logs its own warnings (missing dependencies).
-    const result = yield* fetcher.fetch(missing)
+    // The fetcher logs its own warnings (missing dependencies). A dependency on a package the database holds is
+    // met by it: another version of it is never installed beside it.
+    const result = yield* fetcher.fetch(missing, { installed: yield* installedPackages })
     for (const pkg of result.packages) yield* installPackage(pkg, progress)
   })
 

@@ -46,6 +46,9 @@ const lastSegment = (path: string): string | undefined => {
   }
 }
 
+/** Operations only the primary answers, GET included: `$export` (its jobs run there) and `$install` (so do its jobs). */
+const primaryOperations: ReadonlySet<string> = new Set(["$export", "$install"])
+
 /**
  * Whether a replica sends this request to the primary. `url` is the request target as Node gives it
  * (path and query); the path is read without the query, as the server's own router reads it
@@ -55,8 +58,9 @@ const lastSegment = (path: string): string | undefined => {
  * Forwarded:
  * - every FHIR API request that is not a GET or HEAD (a write, a batch or transaction, a POSTed search or
  *   operation: the replica cannot tell from the path which of them write);
- * - a GET or HEAD of `$export` at any level (the export job runs on the primary), and of `$document` with
- *   `persist=true` (it stores the document);
+ * - a GET or HEAD of `$export` at any level (the export job runs on the primary), of `$install` (its jobs
+ *   and their status are the primary's, and so is the list of installed packages it answers), and of
+ *   `$document` with `persist=true` (it stores the document);
  * - everything under `/auth/` (the authorization server writes its grants and tokens) and `/export/`
  *   (the jobs and their files live on the primary);
  * - `/graphql` unless GET or HEAD (a POSTed document may hold a mutation);
@@ -81,7 +85,7 @@ export const mustForward = (method: string, url: string): boolean => {
   if (isUnder(path, fhirBase)) {
     if (!isRead(method)) return true
     const last = lastSegment(path.slice(fhirBase.length))
-    return last === "$export" || (last === "$document" && end !== -1 && url[end] === "?" && storesDocument(url.slice(end + 1)))
+    return primaryOperations.has(last ?? "") || (last === "$document" && end !== -1 && url[end] === "?" && storesDocument(url.slice(end + 1)))
   }
   if (path.startsWith("/auth/") || path.startsWith("/export/")) return true
   if (path === "/graphql") return !isRead(method)

@@ -4,29 +4,26 @@
  * resource type. An operation of the interface that a later version serves (spec: Operations) is a 501
  * naming it; any other `$name` is not an operation this server knows (404).
  */
-import type { HttpServerResponse } from "@effect/platform"
-import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Layer } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { OperationLevel } from "../catalog/definitions.ts"
-import type { Database } from "../db/Database.ts"
-import type { LeaseLost } from "../db/WriterLease.ts"
 import { fail, type FhirError } from "../http/FhirError.ts"
-import type { ResourceStore, StoreError, StoreSettings } from "../store/ResourceStore.ts"
 import type { FhirRequest } from "../rest/FhirRequest.ts"
 import { type OperationAt, Operations } from "../rest/Operations.ts"
 import { documentModule } from "./document.ts"
 import { everythingModule } from "./everything.ts"
+import { installModule } from "./install.ts"
+import { layer as installsLayer } from "../packages/PackageInstalls.ts"
 import type { OperationCall, OperationModule } from "./Operation.ts"
 import { operationGranted } from "../auth/access/enforce.ts"
 import { validateModule } from "./validate.ts"
 
 /** Every operation served, in the order the CapabilityStatement lists them. */
-export const operations = [validateModule, everythingModule, documentModule] as const
+export const operations = [validateModule, everythingModule, documentModule, installModule] as const
 
 /** The operations of the interface that later versions serve: asked for today, a 501. */
 const plannedOperations: ReadonlySet<string> = new Set([
-  "everything", "export", "validate", "meta", "meta-add", "meta-delete", "install", "expand", "lookup",
+  "everything", "export", "validate", "meta", "meta-add", "meta-delete", "expand", "lookup",
   "validate-code", "subsumes", "translate", "expandability", "populate", "extract", "assemble", "next-question",
   "behavior", "graphql"
 ])
@@ -40,6 +37,10 @@ export const operationsOn = (type: string): ReadonlyArray<{ readonly name: strin
   operations.flatMap((module) =>
     (serves(module, "type", type) || serves(module, "instance", type)) ? [{ name: module.name, definition: module.definition(type) }] : [])
 
+/** The operations served at system level (`[base]/$op`), for the CapabilityStatement's `rest.operation`. */
+export const systemOperations = (): ReadonlyArray<{ readonly name: string; readonly definition: string }> =>
+  operations.flatMap((module) => (serves(module, "system", undefined) ? [{ name: module.name, definition: module.definition(undefined) }] : []))
+
 /** Where a path invokes an operation: its name, level, type and id; undefined when no segment is `$name` last. */
 export const operationPath = (segments: ReadonlyArray<string>): { readonly name: string; readonly level: OperationLevel; readonly type?: string; readonly id?: string } | undefined => {
   const last = segments[segments.length - 1]
@@ -52,13 +53,17 @@ export const operationPath = (segments: ReadonlyArray<string>): { readonly name:
 }
 
 /** The answer to a call of an operation at `segments` (an operation path, see operationPath). */
+/** What the modules' answers are, and the services they run with. */
+type Served = ReturnType<(typeof operations)[number]["run"]>
+type Answer = Effect.Effect<Effect.Effect.Success<Served>, Effect.Effect.Error<Served> | FhirError, Effect.Effect.Context<Served>>
+
 export const invoke = (
   request: FhirRequest,
   catalog: Catalog,
   method: string,
   path: string,
   at: OperationAt
-): Effect.Effect<HttpServerResponse.HttpServerResponse, FhirError | SqlError | StoreError | LeaseLost, Database | StoreSettings | ResourceStore> => {
+): Answer => {
   if (at.type !== undefined && !catalog.isResourceType(at.type)) return Effect.fail(fail("not-found", `${at.type} is not a resource type this server knows`))
   const call: OperationCall = { request, type: at.type, id: at.id }
   for (const module of operations) {
@@ -70,7 +75,7 @@ export const invoke = (
       const refused = operationGranted(request.access, catalog, at.name, at.type)
       if (refused !== undefined) return Effect.fail(refused)
     }
-    return module.run(call)
+    return (module.run as (call: OperationCall) => Served)(call)
   }
   const named = operations.find((module) => module.name === at.name)
   if (named?.types !== undefined && at.type !== undefined && !named.types.includes(at.type)) {
@@ -86,6 +91,7 @@ export const layer = Layer.effect(Operations, Effect.gen(function*() {
   const context = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof invoke>>>()
   return Operations.of({
     invoke: (request, method, path, at) => Effect.provide(invoke(request, request.catalog, method, path, at), context),
-    on: operationsOn
+    on: operationsOn,
+    system: systemOperations()
   })
-}))
+})).pipe(Layer.provide(installsLayer))

@@ -6,12 +6,12 @@
 import { Config, Context, Duration, Effect, Layer, Option } from "effect"
 import * as Cache from "./cache.ts"
 import { chain } from "./chain.ts"
-import { type PackageError, PackageNotFound, PackageSourceError } from "./errors.ts"
+import { DependencyMissing, type PackageError, PackageNotFound, PackageReferenceRefused, PackageSourceError } from "./errors.ts"
 import type { HttpTimeouts } from "./http.ts"
 import { conformanceTypes, type FetchResult, type LoadedPackage, type PackageWarning } from "./LoadedPackage.ts"
 import { loadFolder } from "./load.ts"
 import { expandHome, label, type PackageSpec, parse } from "./PackageSpec.ts"
-import { loadPath } from "./sources/files.ts"
+import { loadPath, loadTgz } from "./sources/files.ts"
 import type { S3Settings } from "./sources/s3.ts"
 import type { Lookup, PackageSource } from "./sources/Source.ts"
 import { defaultTarLimits, type TarLimits } from "./tarball.ts"
@@ -60,9 +60,20 @@ const s3FromEnv: Effect.Effect<S3Settings> = Config.all({
   Effect.orElseSucceed((): S3Settings => ({}))
 )
 
+/** How a fetch treats dependencies. */
+export interface FetchOptions {
+  /**
+   * The packages the database holds: a dependency on one of these names is met by it, whatever its version (a
+   * warning says so when the versions differ): a package of the same name is never installed beside it.
+   */
+  readonly installed?: ReadonlyArray<{ readonly name: string; readonly version: string }>
+  /** A dependency no source has fails the fetch (`DependencyMissing`) instead of being a warning. */
+  readonly requireDependencies?: boolean
+}
+
 export class PackageFetcher extends Context.Tag("svc/packages/Fetcher")<PackageFetcher, {
-  /** Specs are `name@version` (or `name#version`), a `.tgz` path or a directory. */
-  readonly fetch: (specs: ReadonlyArray<string | PackageSpec>) => Effect.Effect<FetchResult, PackageError>
+  /** Specs are `name@version` (or `name#version`), a `.tgz` path or a directory, an archive handed over, or a reference. */
+  readonly fetch: (specs: ReadonlyArray<string | PackageSpec>, options?: FetchOptions) => Effect.Effect<FetchResult, PackageError>
 }>() {}
 
 export const make = (options: FetcherOptions = {}) =>
@@ -155,8 +166,46 @@ export const make = (options: FetcherOptions = {}) =>
         return yield* new PackageNotFound({ package: request, tried: [`cache ${cacheDir}`, ...tried] })
       })
 
-    const fetch = (specs: ReadonlyArray<string | PackageSpec>): Effect.Effect<FetchResult, PackageError> =>
+    /** A tarball by URL, from the configured source it lies within (`PackageSource.download`); refused when none holds it. */
+    const fetchReference = (url: string): Effect.Effect<LoadedPackage, PackageError> =>
       Effect.gen(function*() {
+        if (!URL.canParse(url)) return yield* new PackageReferenceRefused({ reference: url, reason: "it is not a URL" })
+        const reference = new URL(url)
+        // Shown without a user name or password, should it carry one.
+        const shown = new URL(url)
+        shown.username = ""
+        shown.password = ""
+        const refused = (reason: string) => new PackageReferenceRefused({ reference: shown.href, reason })
+        if (reference.username !== "" || reference.password !== "") return yield* refused("a URL may not carry a user name or password")
+        if (!["http:", "https:", "s3:"].includes(reference.protocol)) return yield* refused("only http(s):// and s3:// URLs are taken")
+        return yield* Effect.scoped(Effect.gen(function*() {
+          const work = yield* Cache.tempDir().pipe(Effect.mapError((reason) => new PackageSourceError({ package: shown.href, source: "reference", reason })))
+          for (const source of yield* sources) {
+            const download = source.download?.(reference, work)
+            if (download === undefined) continue
+            yield* Effect.logInfo(`downloading ${url} from ${source.label}`)
+            const staged = yield* download
+            const names = { request: url, source: `${source.label}: ${url}` }
+            return yield* staged._tag === "Folder" ? loadFolder(staged.folder, names) : loadTgz(staged.file, names, limits)
+          }
+          return yield* refused(`it lies within none of the package sources (${(yield* sources).map((source) => source.label).join("; ")})`)
+        }))
+      })
+
+    const load = (spec: Exclude<PackageSpec, { readonly _tag: "Named" }>): Effect.Effect<LoadedPackage, PackageError> => {
+      switch (spec._tag) {
+        case "Path":
+          return loadPath(spec.path, limits)
+        case "Archive":
+          return loadTgz(spec.file, { request: spec.source, source: spec.source }, limits)
+        case "Reference":
+          return fetchReference(spec.url)
+      }
+    }
+
+    const fetch = (specs: ReadonlyArray<string | PackageSpec>, options: FetchOptions = {}): Effect.Effect<FetchResult, PackageError> =>
+      Effect.gen(function*() {
+        const installed = new Map((options.installed ?? []).map((pkg) => [pkg.name, pkg.version]))
         const loaded = new Map<string, LoadedPackage>()
         const visiting = new Set<string>()
         const order: Array<LoadedPackage> = []
@@ -171,6 +220,17 @@ export const make = (options: FetcherOptions = {}) =>
         const visit = (spec: PackageSpec, requiredBy: string | undefined): Effect.Effect<void, PackageError> =>
           Effect.gen(function*() {
             if (spec._tag === "Named") {
+              const held = requiredBy === undefined ? undefined : installed.get(spec.name)
+              if (held !== undefined && requiredBy !== undefined) {
+                if (held !== spec.version && pick([held], {}, spec.version) === undefined) {
+                  warnings.push({
+                    package: label(spec),
+                    requiredBy,
+                    message: `${label(spec)} is wanted by ${requiredBy}, but ${spec.name}@${held} is installed: keeping it`
+                  })
+                }
+                return
+              }
               const already = loaded.get(spec.name)
               if (already !== undefined || visiting.has(spec.name)) {
                 if (already !== undefined && already.version !== spec.version && pick([already.version], {}, spec.version) === undefined) {
@@ -183,11 +243,13 @@ export const make = (options: FetcherOptions = {}) =>
                 return
               }
             }
-            const result = yield* (spec._tag === "Path" ? loadPath(spec.path, limits) : resolveNamed(spec.name, spec.version, unreachable)).pipe(
+            const result = yield* (spec._tag === "Named" ? resolveNamed(spec.name, spec.version, unreachable) : load(spec)).pipe(
               Effect.map(Option.some),
-              Effect.catchTag("PackageNotFound", (error) =>
+              Effect.catchTag("PackageNotFound", (error): Effect.Effect<Option.Option<LoadedPackage>, PackageError> =>
                 requiredBy === undefined
                   ? Effect.fail(error)
+                  : options.requireDependencies === true
+                  ? Effect.fail(new DependencyMissing({ package: error.package, requiredBy, reason: error.message }))
                   : Effect.as(Effect.sync(() => warnings.push({ package: error.package, requiredBy, message: `${error.message} (required by ${requiredBy})` })), Option.none()))
             )
             if (Option.isNone(result)) return

@@ -10,6 +10,10 @@ import { PackageSpecInvalid } from "./errors.ts"
 export type PackageSpec =
   | { readonly _tag: "Named"; readonly name: string; readonly version: string }
   | { readonly _tag: "Path"; readonly path: string }
+  /** A `.tgz` the server was handed (`$install`'s body): `source` says so in logs and the installed-package record. */
+  | { readonly _tag: "Archive"; readonly file: string; readonly source: string }
+  /** A tarball by URL within a configured source (`$install`'s `url`): a registry's origin or a bucket. */
+  | { readonly _tag: "Reference"; readonly url: string }
 
 // FHIR package ids: letters, digits, '.', '-', '_' (no npm scopes); this also keeps names safe as cache folder names.
 const namePattern = /^[A-Za-z0-9][A-Za-z0-9._-]*$/
@@ -17,8 +21,18 @@ const versionPattern = /^[A-Za-z0-9.^~<>=*|+\- ]+$/
 
 export const named = (name: string, version: string): PackageSpec => ({ _tag: "Named", name, version })
 
-export const label = (spec: PackageSpec): string =>
-  spec._tag === "Named" ? `${spec.name}@${spec.version}` : spec.path
+export const label = (spec: PackageSpec): string => {
+  switch (spec._tag) {
+    case "Named":
+      return `${spec.name}@${spec.version}`
+    case "Path":
+      return spec.path
+    case "Archive":
+      return spec.source
+    case "Reference":
+      return spec.url
+  }
+}
 
 const looksLikePath = (text: string): boolean =>
   text.startsWith(".") || text.startsWith("/") || text.startsWith("~") || text.includes("/") ||

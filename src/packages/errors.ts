@@ -90,6 +90,27 @@ export class PackageSpecInvalid extends Schema.TaggedError<PackageSpecInvalid>()
   }
 }
 
+/** A package given by reference (`$install`'s `url`) that no configured source holds, or that cannot be read as one. */
+export class PackageReferenceRefused extends Schema.TaggedError<PackageReferenceRefused>()("PackageReferenceRefused", {
+  reference: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `the package reference ${this.reference} is refused: ${this.reason}`
+  }
+}
+
+/** A dependency no source has, where dependencies are required (`$install`). */
+export class DependencyMissing extends Schema.TaggedError<DependencyMissing>()("DependencyMissing", {
+  package: Schema.String,
+  requiredBy: Schema.String,
+  reason: Schema.String
+}) {
+  override get message(): string {
+    return `${this.package}, required by ${this.requiredBy}, cannot be had: ${this.reason}`
+  }
+}
+
 export type PackageError =
   | PackageIntegrityError
   | NotAFhirPackage
@@ -99,6 +120,8 @@ export type PackageError =
   | PackageSourceError
   | PackagePathNotFound
   | PackageSpecInvalid
+  | PackageReferenceRefused
+  | DependencyMissing
 
 /** The plain-words text of an unknown failure, without stack traces. */
 export const causeText = (cause: unknown): string => {

@@ -166,6 +166,7 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
             base: settings.publicUrl === undefined ? undefined : baseUrl(settings.publicUrl, undefined),
             updateAsCreate: storeSettings.updateAsCreate,
             operationsOn: operations.on,
+            systemOperations: operations.system,
             date: instantOf(now * 1000)
           })
           hit = { generation: catalog.generation, json, bodies: new Map() }

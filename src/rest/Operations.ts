@@ -29,4 +29,6 @@ export class Operations extends Context.Tag("svc/rest/Operations")<Operations, {
   ) => Effect.Effect<HttpServerResponse.HttpServerResponse, FhirError | SqlError | StoreError | LeaseLost>
   /** The operations served on a resource type at type or instance level, for the CapabilityStatement. */
   readonly on: (type: string) => ReadonlyArray<{ readonly name: string; readonly definition: string }>
+  /** The operations served at system level, for the CapabilityStatement. */
+  readonly system: ReadonlyArray<{ readonly name: string; readonly definition: string }>
 }>() {}

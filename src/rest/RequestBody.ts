@@ -50,6 +50,13 @@ const bodyBytes = (request: HttpServerRequest.HttpServerRequest, maxBytes: numbe
     return Effect.sync(cleanup)
   })
 
+/** The body's bytes, as they came (an archive); 413 beyond `maxBytes`. */
+export const bodyBuffer = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): Effect.Effect<Buffer, FhirError> => {
+  const declared = Number(request.headers["content-length"] ?? "0")
+  if (declared > maxBytes) return Effect.fail(fail("too-costly", `the request body has ${declared} bytes; the limit is ${maxBytes}`, 413))
+  return bodyBytes(request, maxBytes)
+}
+
 /** The body's text; 413 beyond `maxBytes`, 400 when it is not UTF-8. */
 export const bodyText = (request: HttpServerRequest.HttpServerRequest, maxBytes: number): Effect.Effect<string, FhirError> => {
   const declared = Number(request.headers["content-length"] ?? "0")

@@ -70,7 +70,14 @@ export const websocketUrl = (base: string): string => {
 }
 
 /** The CapabilityStatement of this server for `catalog`, as JSON. */
-export const capabilityStatement = (catalog: Catalog, options: { readonly base: string | undefined; readonly updateAsCreate: boolean; readonly date: string; readonly operationsOn: OperationsOn }) => {
+export const capabilityStatement = (catalog: Catalog, options: {
+  readonly base: string | undefined
+  readonly updateAsCreate: boolean
+  readonly date: string
+  readonly operationsOn: OperationsOn
+  /** The operations served at system level (`[base]/$op`). */
+  readonly systemOperations?: ReadonlyArray<{ readonly name: string; readonly definition: string }>
+}) => {
   const hasTargets = referencedTypes(catalog)
   return {
     resourceType: "CapabilityStatement",
@@ -113,6 +120,7 @@ export const capabilityStatement = (catalog: Catalog, options: { readonly base: 
       }),
       interaction: [{ code: "transaction" }, { code: "batch" }, { code: "search-system" }, { code: "history-system" }],
       searchParam: systemSearchParams(catalog),
+      ...(options.systemOperations !== undefined && options.systemOperations.length > 0 ? { operation: options.systemOperations } : {}),
       ...compartmentsOf(catalog)
     }]
   }

@@ -162,6 +162,11 @@ describe("mustForward", () => {
     ["GET", "/fhir/Patient/$exports", false],
     ["GET", "/fhir/Patient/$EXPORT", false],
     ["GET", "/fhir/Patient?_query=$export", false],
+    // $install: its jobs, their status and the installed packages are the primary's
+    ["POST", "/fhir/$install", true],
+    ["GET", "/fhir/$install", true],
+    ["GET", "/fhir/$install?_job=1b2c", true],
+    ["GET", "/fhir/%24install?_job=1b2c", true],
     ["GET", "/fhir/Group%2Fg1%2F%24export", false],
     ["GET", "/fhir/%E0%A4%A", false],
     // $document stores the document it assembles with persist=true

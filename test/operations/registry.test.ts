@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest"
 import { Effect, Either } from "effect"
 import { loadCatalog } from "../validation/support.ts"
 import { definedInputs, type InputParameter, isOfType, readArguments } from "../../src/operations/arguments.ts"
-import { operationPath, operationsOn } from "../../src/operations/registry.ts"
+import { operationPath, operationsOn, systemOperations } from "../../src/operations/registry.ts"
 import type { FhirRequest } from "../../src/rest/FhirRequest.ts"
 import type { Catalog } from "../../src/catalog/Catalog.ts"
 
@@ -25,6 +25,11 @@ describe("the operations registry", () => {
       { name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" },
       { name: "document", definition: "http://hl7.org/fhir/OperationDefinition/Composition-document" }
     ])
+    expect(operationsOn("Patient").map((operation) => operation.name)).not.toContain("install")
+  })
+
+  it("lists the operations served at system level, each with the url of its definition", () => {
+    expect(systemOperations()).toEqual([{ name: "install", definition: "urn:svc:OperationDefinition:install" }])
   })
 })
 

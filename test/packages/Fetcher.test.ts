@@ -81,6 +81,39 @@ describe("PackageFetcher", () => {
       expect(warnings[0]!.message).toContain(`registry ${reg.url}`)
     }))
 
+  it.scopedLive("where dependencies are required, a missing one fails the fetch; an installed one is kept, whatever its version", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const reg = yield* registry([
+        { name: "test.ig", version: "0.1.0", dependencies: { "test.nowhere": "3.0.0" } },
+        { name: "test.uses", version: "0.1.0", dependencies: { "test.dep": "1.0.0" } },
+        { name: "test.dep", version: "1.0.0" }
+      ])
+      const f = yield* fetcher(cache, { registry: reg.url })
+      const error = yield* Effect.flip(f.fetch(["test.ig@0.1.0"], { requireDependencies: true }))
+      expect(error._tag).toBe("DependencyMissing")
+      expect(error.message).toContain("test.nowhere@3.0.0, required by test.ig@0.1.0")
+      const { packages, warnings } = yield* f.fetch(["test.uses@0.1.0"], { installed: [{ name: "test.dep", version: "2.0.0" }], requireDependencies: true })
+      expect(packages.map((p) => `${p.name}@${p.version}`)).toEqual(["test.uses@0.1.0"])
+      expect(warnings.map((w) => w.message)).toEqual(["test.dep@1.0.0 is wanted by test.uses@0.1.0, but test.dep@2.0.0 is installed: keeping it"])
+      expect(reg.requests).not.toContain("/test.dep")
+    }))
+
+  it.scopedLive("fetches a tarball by a URL of a configured registry, and refuses one that lies outside every source", () =>
+    Effect.gen(function*() {
+      const cache = yield* tempDir
+      const reg = yield* registry([{ name: "test.pkg.a", version: "1.0.0" }])
+      const f = yield* fetcher(cache, { registry: reg.url })
+      const url = `${reg.url}/test.pkg.a/-/test.pkg.a-1.0.0.tgz`
+      const { packages } = yield* f.fetch([{ _tag: "Reference", url }])
+      expect(packages[0]).toMatchObject({ name: "test.pkg.a", version: "1.0.0", source: `registry ${reg.url}: ${url}` })
+      const port = yield* closedPort
+      const outside = yield* Effect.flip(f.fetch([{ _tag: "Reference", url: `http://127.0.0.1:${port}/test.pkg.a-1.0.0.tgz` }]))
+      expect(outside._tag).toBe("PackageReferenceRefused")
+      const withPassword = yield* Effect.flip(f.fetch([{ _tag: "Reference", url: url.replace("http://", "http://user:secret@") }]))
+      expect(withPassword.message).not.toContain("secret@")
+    }))
+
   it.scopedLive("a tarball that fails its integrity check is refused and not cached", () =>
     Effect.gen(function*() {
       const cache = yield* tempDir

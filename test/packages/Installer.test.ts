@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { Database } from "../../src/db/Database.ts"
 import { terminalProgress } from "../../src/app/Conformance.ts"
-import { installedPackages, installPackage, type InstallablePackage } from "../../src/packages/Installer.ts"
+import { installedPackages, installPackage, installPackages, type InstallablePackage } from "../../src/packages/Installer.ts"
 import { currentOfTypes, readCurrent } from "../../src/store/reads.ts"
 import { backends } from "../support/backends.ts"
 import { withStore } from "../support/store.ts"
@@ -27,7 +27,7 @@ for (const backend of backends) {
         const reported: Array<string> = []
         const first = yield* installPackage(sample, (pkg, done, total) => reported.push(`${pkg} ${done}/${total}`))
         expect(reported).toEqual(["example.fhir.test@1.0.0 2/2"])
-        expect(first).toEqual({ installed: true, resources: 2, skipped: ["no-id.json"] })
+        expect(first).toEqual({ installed: true, resources: 2, skipped: ["no-id.json"], types: { SearchParameter: 1, StructureDefinition: 1 } })
         const again = yield* installPackage(sample)
         expect(again.installed).toBe(false)
         const { writer: sql } = yield* Database
@@ -42,6 +42,22 @@ for (const backend of backends) {
           substitutedFrom: null,
           resources: 2
         }])
+      })))
+
+    it.scoped("installs several packages in one commit, a resource they share written once as the later one has it", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        const shared = (owner: string) => ({ file: "SearchParameter-shared.json", resource: { resourceType: "SearchParameter", id: "shared", code: owner } })
+        const dependency: InstallablePackage = { ...sample, name: "example.fhir.dep", resources: [shared("dep")] }
+        const guide: InstallablePackage = { ...sample, name: "example.fhir.guide", resources: [shared("guide"), ...sample.resources] }
+        const { outcomes, commitTs } = yield* installPackages([dependency, guide])
+        expect(outcomes.map((outcome) => [outcome.installed, outcome.resources])).toEqual([[true, 1], [true, 3]])
+        const { writer: sql } = yield* Database
+        const stored = yield* readCurrent(sql, "SearchParameter", "shared")
+        expect(JSON.parse(stored!.content!)).toMatchObject({ code: "guide", meta: { versionId: "1" } })
+        expect(stored!.commitTs).toBe(commitTs)
+        expect((yield* installedPackages).map((pkg) => pkg.name)).toEqual(["example.fhir.dep", "example.fhir.guide"])
+        const again = yield* installPackages([dependency, guide])
+        expect([again.commitTs, again.outcomes.map((outcome) => outcome.installed)]).toEqual([undefined, [false, false]])
       })))
   })
 }

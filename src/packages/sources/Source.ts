@@ -21,4 +21,9 @@ export interface PackageSource {
   /** Human-readable and free of secrets: it appears in logs, errors and `LoadedPackage.source`. */
   readonly label: string
   readonly lookup: (name: string, wanted: string) => Effect.Effect<Lookup, PackageError>
+  /**
+   * Brings the tarball at `reference` into `workDir` when the reference lies within this source (a URL of a
+   * registry's origin, an object of a bucket); undefined when it does not, or the source takes no references.
+   */
+  readonly download?: (reference: URL, workDir: string) => Effect.Effect<Staged, PackageError> | undefined
 }

@@ -23,8 +23,20 @@ export const loadPath = (path: string, limits: TarLimits): Effect.Effect<LoadedP
       const folder = (yield* exists(Path.join(nested, "package.json")))._tag === "Some" ? nested : path
       return yield* loadFolder(folder, { request: path, source })
     }
-    const source = `file ${path}`
-    const failed = (reason: string) => new PackageSourceError({ package: path, source, reason })
+    return yield* loadTgz(path, { request: path, source: `file ${path}` }, limits)
+  })
+
+/**
+ * A `.tgz` on disk (a `--package` file, an archive sent to `$install`, a download), unpacked to a temporary
+ * folder under `limits` (the archive is untrusted: tarball.ts) and read; nothing is cached.
+ */
+export const loadTgz = (
+  path: string,
+  names: { readonly request: string; readonly source: string },
+  limits: TarLimits
+): Effect.Effect<LoadedPackage, PackageError> =>
+  Effect.gen(function*() {
+    const failed = (reason: string) => new PackageSourceError({ package: names.request, source: names.source, reason })
     return yield* Effect.scoped(Effect.gen(function*() {
       const work = yield* tempDir().pipe(Effect.mapError(failed))
       const sha256 = yield* hashFile(path).pipe(Effect.mapError(failed))
@@ -32,6 +44,6 @@ export const loadPath = (path: string, limits: TarLimits): Effect.Effect<LoadedP
         try: () => extractTgz(path, work, limits),
         catch: (cause) => failed(`cannot unpack: ${causeText(cause)}`)
       })
-      return yield* loadFolder(Path.join(work, "package"), { request: path, source, checksum: sha256 })
+      return yield* loadFolder(Path.join(work, "package"), { ...names, checksum: sha256 })
     }))
   })

@@ -43,7 +43,7 @@ export const registrySource = (base: string, timeouts: HttpTimeouts): PackageSou
   const root = base.replace(/\/+$/, "")
   const label = `registry ${root}`
 
-  const download = (name: string, version: string, dist: Dist) => (workDir: string): Effect.Effect<Staged, PackageSourceError | PackageIntegrityError> =>
+  const tarball = (name: string, version: string, dist: Dist) => (workDir: string): Effect.Effect<Staged, PackageSourceError | PackageIntegrityError> =>
     Effect.gen(function*() {
       const pkg = `${name}@${version}`
       const failed = (reason: string) => new PackageSourceError({ package: pkg, source: label, reason })
@@ -86,8 +86,27 @@ export const registrySource = (base: string, timeouts: HttpTimeouts): PackageSou
       if (version === undefined) {
         return { _tag: "Missing", reason: `no version matches ${wanted} (has ${versions.slice(-5).join(", ") || "none"})` } as const
       }
-      return { _tag: "Found", version, fetch: download(name, version, distOf(doc.value, version)) } as const
+      return { _tag: "Found", version, fetch: tarball(name, version, distOf(doc.value, version)) } as const
     })
 
-  return { label, lookup }
+  const origin = URL.canParse(root) ? new URL(root).origin : undefined
+
+  /** A tarball URL of this registry's origin (`$install`'s `url`), taken as it comes: no document gives its integrity. */
+  const download = (reference: URL, workDir: string): Effect.Effect<Staged, PackageSourceError> | undefined => {
+    if ((reference.protocol !== "http:" && reference.protocol !== "https:") || origin === undefined || reference.origin !== origin) return undefined
+    return Effect.gen(function*() {
+      const failed = (reason: string) => new PackageSourceError({ package: reference.href, source: label, reason })
+      const reply = yield* send(reference.href, { headers: { accept: "application/octet-stream, application/gzip, */*" } }, timeouts)
+      if (reply._tag === "Unreachable") return yield* failed(reply.reason)
+      if (!reply.response.ok) {
+        yield* Effect.ignore(Effect.tryPromise(() => reply.response.body?.cancel() ?? Promise.resolve()))
+        return yield* failed(`HTTP ${reply.response.status}`)
+      }
+      const file = Path.join(workDir, "package.tgz")
+      const digests = yield* saveBody(reply.response, file, timeouts).pipe(Effect.mapError(failed))
+      return { _tag: "Tarball", file, sha256: digests.sha256.toString("hex") } as const
+    })
+  }
+
+  return { label, lookup, download }
 }

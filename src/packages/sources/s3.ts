@@ -77,10 +77,9 @@ export const s3Source = (target: string, settings: S3Settings, timeouts: HttpTim
       return yield* new S3Error({ package: pkg, source: label, status: response.status, reason })
     })
 
-  const download = (name: string, version: string) => (workDir: string): Effect.Effect<Staged, S3Error | PackageSourceError> =>
+  const getObject = (pkg: string, key: string, workDir: string): Effect.Effect<Staged, S3Error | PackageSourceError> =>
     Effect.gen(function*() {
-      const pkg = `${name}@${version}`
-      const reply = yield* request(pkg, "GET", keyFor(name, version), {})
+      const reply = yield* request(pkg, "GET", key, {})
       if (reply._tag === "Unreachable") return yield* new PackageSourceError({ package: pkg, source: label, reason: reply.reason })
       if (!reply.response.ok) return yield* refused(pkg, reply.response)
       const file = Path.join(workDir, "package.tgz")
@@ -89,6 +88,8 @@ export const s3Source = (target: string, settings: S3Settings, timeouts: HttpTim
       )
       return { _tag: "Tarball", file, sha256: digests.sha256.toString("hex") } as const
     })
+
+  const download = (name: string, version: string) => (workDir: string) => getObject(`${name}@${version}`, keyFor(name, version), workDir)
 
   const found = (name: string, version: string): Lookup => ({ _tag: "Found", version, fetch: download(name, version) })
 
@@ -118,5 +119,19 @@ export const s3Source = (target: string, settings: S3Settings, timeouts: HttpTim
         : found(name, version)
     })
 
-  return { label, lookup }
+  /** `s3://<bucket>/<key>` of this source's bucket (`$install`'s `url`), fetched with its endpoint and credentials. */
+  const downloadReference = (reference: URL, workDir: string): Effect.Effect<Staged, S3Error | PackageSourceError> | undefined => {
+    if (reference.protocol !== "s3:" || location === undefined || reference.host !== location.bucket) return undefined
+    const key = reference.pathname.split("/").filter((segment) => segment !== "").map((segment) => {
+      try {
+        return decodeURIComponent(segment)
+      } catch {
+        return segment
+      }
+    }).join("/")
+    if (key === "") return undefined
+    return getObject(reference.href, key, workDir)
+  }
+
+  return { label, lookup, download: downloadReference }
 }
