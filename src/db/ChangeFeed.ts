@@ -5,8 +5,8 @@
  *
  * Each follower has a bounded queue. Publishing never waits for a follower: when a follower's queue is full
  * it is marked behind and gets nothing more from memory; once it has taken what its queue holds it is told
- * (`FellBehind`) and reads what it missed from the durable change log (`resource_versions` and `svc_commits`
- * by `commit_ts`), then follows the queue again. Memory stays bounded however slow a follower is.
+ * (`FellBehind`) and reads what it missed from the durable change log (`resource_versions`, `resource_edits`
+ * and `svc_commits` by `commit_ts`), then follows the queue again. Memory stays bounded however slow a follower is.
  *
  * Two sources feed it: the Writer of this process (`inProcess`, which publishes after each COMMIT), and a
  * poller of the database (`polling`), which is how a process that does not write follows the one that does.
@@ -22,6 +22,11 @@ import { Database } from "./Database.ts"
 /** How a version came to be: what history shows as its `request.method` (POST, PUT, PATCH, DELETE). */
 export type Operation = "create" | "update" | "patch" | "delete"
 
+/**
+ * One resource changed by a commit: a new version, or a version changed in place (`$meta-add` and
+ * `$meta-delete` change a version's meta without a new one), which is an `update` of that same version
+ * with its new text.
+ */
 export interface Change {
   readonly type: string
   readonly id: string
@@ -29,6 +34,8 @@ export interface Change {
   readonly op: Operation
   /** The version's JSON text as stored and served; null for a delete. */
   readonly resource: string | null
+  /** The version existed before this commit, which changed its text in place (`$meta-add`, `$meta-delete`). */
+  readonly inPlace?: boolean
 }
 
 /** One commit that changed resources. */
@@ -102,22 +109,39 @@ interface LogRow {
   readonly commit_ts: number | string
   readonly type: string
   readonly id: string
+  readonly rkey: number | string
   readonly version: number | string
   readonly op: string
   readonly content: string | null
   readonly actor: string | null
   readonly request_id: string | null
+  readonly in_place: number | string | boolean
 }
 
-const logRows = (sql: SqlClient.SqlClient, where: "after" | "at", ts: number) =>
-  sql<LogRow>`
-    SELECT v.commit_ts, r.type, r.id, v.version, v.op, v.content, c.actor, c.request_id
+/**
+ * The log's rows after (or at) `ts`: the versions committed then, and the versions changed in place then
+ * (`resource_edits`: `$meta-add`, `$meta-delete`), which read as an update of that same version with its text
+ * as stored now.
+ */
+const logRows = (sql: SqlClient.SqlClient, where: "after" | "at", ts: number) => {
+  const at = (column: string) => where === "after" ? sql`${sql.literal(column)} > ${ts}` : sql`${sql.literal(column)} = ${ts}`
+  return sql<LogRow>`
+    SELECT v.commit_ts AS commit_ts, r.type AS type, r.id AS id, v.rkey AS rkey, v.version AS version, v.op AS op,
+      v.content AS content, c.actor AS actor, c.request_id AS request_id, 0 AS in_place
     FROM resource_versions v
     JOIN resources r ON r.rkey = v.rkey
     LEFT JOIN svc_commits c ON c.commit_ts = v.commit_ts
-    WHERE ${where === "after" ? sql`v.commit_ts > ${ts}` : sql`v.commit_ts = ${ts}`}
-    ORDER BY v.commit_ts, v.rkey, v.version
+    WHERE ${at("v.commit_ts")}
+    UNION ALL
+    SELECT e.commit_ts, r.type, r.id, e.rkey, e.version, 'update' AS op, v.content, c.actor, c.request_id, 1 AS in_place
+    FROM resource_edits e
+    JOIN resource_versions v ON v.rkey = e.rkey AND v.version = e.version
+    JOIN resources r ON r.rkey = e.rkey
+    LEFT JOIN svc_commits c ON c.commit_ts = e.commit_ts
+    WHERE ${at("e.commit_ts")}
+    ORDER BY commit_ts, rkey, version
     ${where === "after" ? sql`LIMIT ${logPageRows}` : sql``}`
+}
 
 /** Groups log rows (ordered by commit timestamp) into commits. */
 const commitsOf = (rows: ReadonlyArray<LogRow>): Array<Committed> => {
@@ -129,7 +153,8 @@ const commitsOf = (rows: ReadonlyArray<LogRow>): Array<Committed> => {
       current = { commitTs, actor: row.actor ?? "system", requestId: row.request_id, changes: [] }
       out.push({ _tag: "Committed", ...current, changes: current.changes })
     }
-    current.changes.push({ type: row.type, id: row.id, version: Number(row.version), op: row.op as Operation, resource: row.content })
+    const change: Change = { type: row.type, id: row.id, version: Number(row.version), op: row.op as Operation, resource: row.content }
+    current.changes.push(Number(row.in_place) === 1 ? { ...change, inPlace: true } : change)
   }
   return out
 }
@@ -245,8 +270,14 @@ export const makeHub = (db: Database["Type"], startTs: number) =>
 /** The last commit timestamp of the log (0 when empty). */
 export const lastLoggedTs = (db: Database["Type"]): Effect.Effect<number, SqlError> =>
   db.withReader((sql) =>
-    Effect.map(sql<{ readonly ts: number | string | null }>`SELECT max(commit_ts) AS ts FROM resource_versions`, (rows) =>
-      Number(rows[0]?.ts ?? 0))
+    Effect.map(
+      sql<{ readonly ts: number | string | null }>`
+        SELECT max(ts) AS ts FROM (
+          SELECT max(commit_ts) AS ts FROM resource_versions
+          UNION ALL SELECT max(commit_ts) AS ts FROM resource_edits
+        ) AS t`,
+      (rows) => Number(rows[0]?.ts ?? 0)
+    )
   )
 
 /** The feed of a process that writes: its Writer publishes each commit (src/db/Writer.ts). */

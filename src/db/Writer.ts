@@ -97,6 +97,7 @@ export const make = Effect.gen(function*() {
   const rows = yield* sql<{ readonly ts: number | string | null }>`
     SELECT max(ts) AS ts FROM (
       SELECT max(commit_ts) AS ts FROM resource_versions
+      UNION ALL SELECT max(commit_ts) AS ts FROM resource_edits
       UNION ALL SELECT max(commit_ts) AS ts FROM svc_packages
     ) AS t`
   const last = yield* Ref.make(Number(rows[0]?.ts ?? 0))

@@ -41,7 +41,7 @@ export interface Route {
   /** The resource type named by the path (the compartment's type for a compartment search). */
   readonly type: string | undefined
   readonly id: string | undefined
-  /** The version of a vread. */
+  /** The version of a vread, or of an operation on a version (`[base]/{type}/{id}/_history/{vid}/$op`). */
   readonly version: string | undefined
   /** The operation's name without `$`. */
   readonly operation: string | undefined
@@ -92,18 +92,23 @@ const operationCost = (name: string): CostClass => (name === "export" ? "export"
 export const fhirRoute = (method: string, segments: ReadonlyArray<string>): Route => {
   const verb = method === "HEAD" ? "GET" : method
   const count = segments.length
-  if (count > 4) return unknown
   const first = segments[0]
   if (first === undefined) {
     return verb === "GET" ? route("search", "search", "system") : verb === "POST" ? route("batch-or-transaction", "bundle", "system") : unknown
   }
   const last = segments[count - 1]!
-  if (last.startsWith("$") && count <= 3) {
+  if (last.startsWith("$")) {
     for (let i = 0; i < count - 1; i++) if (segments[i]!.startsWith("$")) return unknown
     const operation = last.slice(1)
+    // On a version of an instance: `[base]/{type}/{id}/_history/{vid}/$op` ($meta, $meta-add, $meta-delete).
+    if (count === 5 && segments[2] === "_history") {
+      return route("operation", operationCost(operation), "instance", first, segments[1], { operation, version: segments[3]! })
+    }
+    if (count > 3) return unknown
     const level: Level = count === 1 ? "system" : count === 2 ? "type" : "instance"
     return route("operation", operationCost(operation), level, count > 1 ? first : undefined, count > 2 ? segments[1] : undefined, { operation })
   }
+  if (count > 4) return unknown
   const second = segments[1]
   if (second === undefined) {
     if (first === "_search") return verb === "POST" ? route("search", "search", "system") : unknown

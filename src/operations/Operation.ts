@@ -2,11 +2,16 @@
 import type { OperationLevel } from "../catalog/definitions.ts"
 import type { FhirRequest } from "../rest/FhirRequest.ts"
 
-/** A call: the request, and the resource type and id of the path (`[base]/{type}/{id}/$op`) when it names them. */
+/**
+ * A call: the request, and the resource type, id and version of the path (`[base]/{type}/{id}/$op`,
+ * `[base]/{type}/{id}/_history/{vid}/$op`) when it names them.
+ */
 export interface OperationCall {
   readonly request: FhirRequest
   readonly type: string | undefined
   readonly id: string | undefined
+  /** The version named by `_history/{vid}`, as the path gives it; only for a module that is `onVersions`. */
+  readonly version?: string | undefined
 }
 
 export interface OperationModule<A> {
@@ -23,5 +28,7 @@ export interface OperationModule<A> {
    * registry lets it run only for a caller granted every permission on its type (system level: on every type).
    */
   readonly checksAccess?: boolean
+  /** The module is served on a version of an instance too (`[base]/{type}/{id}/_history/{vid}/$op`). */
+  readonly onVersions?: boolean
   readonly run: (call: OperationCall) => A
 }

@@ -3,8 +3,9 @@
  * https://hl7.org/fhir/R4/operationdefinition.html): from the URL's query and, on POST, from a Parameters
  * body (https://hl7.org/fhir/R4/parameters.html), into the text of each value by parameter name. A name the
  * definition does not give, a parameter given more often than its `max`, a required one missing and a value
- * of another type than the parameter's are a 400 naming the parameter. Resource parameters come from the
- * body only; what a module reads beyond the definition (paging) it declares as extra parameters.
+ * of another type than the parameter's are a 400 naming the parameter. Resource parameters and values of
+ * complex types (Meta, Coding, CodeableConcept, ...) come from the body only; what a module reads beyond the
+ * definition (paging) it declares as extra parameters.
  */
 import { Effect } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
@@ -28,12 +29,14 @@ export interface Arguments {
   readonly values: URLSearchParams
   /** The resources given as resource parameters of a Parameters body, by name. */
   readonly resources: ReadonlyMap<string, ReadonlyArray<Record<string, unknown>>>
-  /**
-   * The values of complex types (`valueCoding`, `valueCodeableConcept`, `valueMeta`, ...) given in a Parameters
-   * body, by name. In the URL such a parameter cannot be given (a Coding has the token form `system|code`, which a
-   * module reads from `values` when it allows it).
-   */
-  readonly complex: ReadonlyMap<string, ReadonlyArray<Record<string, unknown>>>
+  /** The values of complex types given in a Parameters body (`valueMeta`, `valueCoding`, ...), by name. */
+  readonly complex: ReadonlyMap<string, ReadonlyArray<ComplexValue>>
+}
+
+/** A value of a complex type: its type as its `value[x]` key names it (`Meta` for `valueMeta`), and the value. */
+export interface ComplexValue {
+  readonly type: string
+  readonly value: Record<string, unknown>
 }
 
 /** Query parameters that ask how the answer is written, not what the operation does. */
@@ -79,28 +82,30 @@ export const isOfType = (type: string | undefined, value: string): boolean => {
 
 const resourceTypes = new Set(["Resource", "DomainResource"])
 
+/** Parameter types that take a value of any type. */
+const anyTypes = new Set(["Any", "Element", "Type", "DataType"])
+
+/** Whether a FHIR data type is primitive: their names start in lower case (datatypes.html), complex ones in upper case. */
+const isPrimitive = (type: string): boolean => /^[a-z]/.test(type)
+
 type ParameterValue =
   | { readonly kind: "text"; readonly text: string }
   | { readonly kind: "resource"; readonly resource: Record<string, unknown> }
-  | { readonly kind: "complex"; readonly value: Record<string, unknown> }
+  | { readonly kind: "complex"; readonly complex: ComplexValue }
 
-/** The value of a Parameters parameter: text, a resource, or a value of a complex type; undefined when it has none. */
+/** The value of a Parameters parameter: text, a resource or a complex value; undefined when it has none. */
 const parameterValue = (parameter: Record<string, unknown>): ParameterValue | undefined => {
   if (isRecord(parameter["resource"])) return { kind: "resource", resource: parameter["resource"] }
   for (const key in parameter) {
-    if (!key.startsWith("value")) continue
+    if (!key.startsWith("value") || key.length === 5) continue
     const value = parameter[key]
     if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") return { kind: "text", text: String(value) }
-    if (isRecord(value)) return { kind: "complex", value }
+    if (isRecord(value)) return { kind: "complex", complex: { type: key.slice(5), value } }
   }
   return undefined
 }
 
-const append = <A>(map: Map<string, Array<A>>, name: string, value: A): void => {
-  const list = map.get(name)
-  if (list === undefined) map.set(name, [value])
-  else list.push(value)
-}
+const article = (type: string): string => (/^[aeiou]/i.test(type) ? "an" : "a")
 
 /**
  * Reads the call's arguments against `accepted`. `operation` names it in messages (`$everything`). `body`
@@ -117,7 +122,7 @@ export const readArguments = (
     const values = new URLSearchParams()
     for (const [name, value] of request.params) if (!formatNames.has(name)) values.append(name, value)
     const resources = new Map<string, Array<Record<string, unknown>>>()
-    const complex = new Map<string, Array<Record<string, unknown>>>()
+    const complex = new Map<string, Array<ComplexValue>>()
     let parameters = body
     if (parameters === undefined && request.http.method === "POST") {
       const contentLength = Number(request.http.headers["content-length"] ?? "0")
@@ -130,12 +135,15 @@ export const readArguments = (
     }
     if (parameters !== undefined) {
       for (const parameter of Array.isArray(parameters["parameter"]) ? parameters["parameter"] : []) {
-        if (!isRecord(parameter) || typeof parameter["name"] !== "string") continue
+        if (!isRecord(parameter) || typeof parameter["name"] !== "string") {
+          return yield* fail("invalid", `Each parameter of the Parameters body of ${operation} needs a name`)
+        }
         const value = parameterValue(parameter)
-        if (value === undefined) return yield* fail("invalid", `The parameter '${parameter["name"]}' of ${operation} has no value`)
-        if (value.kind === "text") values.append(parameter["name"], value.text)
-        else if (value.kind === "resource") append(resources, parameter["name"], value.resource)
-        else append(complex, parameter["name"], value.value)
+        const name = parameter["name"]
+        if (value === undefined) return yield* fail("invalid", `The parameter '${name}' of ${operation} has no value`)
+        if (value.kind === "text") values.append(name, value.text)
+        else if (value.kind === "resource") resources.set(name, [...(resources.get(name) ?? []), value.resource])
+        else complex.set(name, [...(complex.get(name) ?? []), value.complex])
       }
     }
     const byName = new Map(accepted.map((input) => [input.name, input]))
@@ -143,18 +151,38 @@ export const readArguments = (
     for (const name of given) {
       const input = byName.get(name)
       if (input === undefined) {
-        return yield* fail("invalid", `Unknown parameter '${name}' for ${operation}; it takes ${accepted.map((a) => a.name).join(", ")}`)
+        return yield* fail(
+          "invalid",
+          accepted.length === 0
+            ? `Unknown parameter '${name}' for ${operation}; it takes no parameters`
+            : `Unknown parameter '${name}' for ${operation}; it takes ${accepted.map((a) => a.name).join(", ")}`
+        )
       }
       const count = values.getAll(name).length + (resources.get(name)?.length ?? 0) + (complex.get(name)?.length ?? 0)
       if (input.max !== "*" && count > Number(input.max)) {
         return yield* fail("invalid", `The parameter '${name}' of ${operation} is given more than once`)
       }
-      if (resourceTypes.has(input.type ?? "") || request.catalog.isResourceType(input.type ?? "")) {
-        if (values.has(name)) return yield* fail("invalid", `The parameter '${name}' of ${operation} is a resource: it goes in a Parameters body`)
+      const type = input.type
+      if (type === undefined || anyTypes.has(type)) continue
+      if (resourceTypes.has(type) || request.catalog.isResourceType(type)) {
+        if (values.has(name) || complex.has(name)) return yield* fail("invalid", `The parameter '${name}' of ${operation} is a resource: it goes in a Parameters body`)
+      } else if (!isPrimitive(type)) {
+        if (values.has(name) || resources.has(name)) {
+          return yield* fail("invalid", `The parameter '${name}' of ${operation} is ${article(type)} ${type}: it goes in a Parameters body, as value${type}`)
+        }
+        const other = complex.get(name)?.find((value) => value.type !== type)
+        if (other !== undefined) {
+          return yield* fail("invalid", `The parameter '${name}' of ${operation} is ${article(type)} ${type} (value${type}), not ${article(other.type)} ${other.type}`)
+        }
       } else {
+        const complexType = complex.get(name)?.[0]?.type
+        if (resources.has(name) || complexType !== undefined) {
+          const what = complexType === undefined ? "a resource" : `${article(complexType)} ${complexType}`
+          return yield* fail("invalid", `The parameter '${name}' of ${operation} takes ${article(type)} ${type}, not ${what}`)
+        }
         for (const value of values.getAll(name)) {
-          if (!isOfType(input.type, value)) {
-            return yield* fail("invalid", `The value '${value}' of parameter '${name}' of ${operation} cannot be read: expected ${/^[aeiou]/i.test(input.type ?? "") ? "an" : "a"} ${input.type}`)
+          if (!isOfType(type, value)) {
+            return yield* fail("invalid", `The value '${value}' of parameter '${name}' of ${operation} cannot be read: expected ${article(type)} ${type}`)
           }
         }
       }

@@ -82,7 +82,7 @@ const dispatch = (
   if (route.interaction === "unknown") return refusal(catalog, method, segments, path)
   if (route.interaction === "operation") {
     return Effect.flatMap(Operations, (operations) =>
-      operations.invoke(request, method, path, { name: route.operation!, level: route.level, type: route.type, id: route.id }))
+      operations.invoke(request, method, path, { name: route.operation!, level: route.level, type: route.type, id: route.id, version: route.version }))
   }
   if (segments.some((segment) => segment.startsWith("$"))) return Effect.fail(fail("not-found", `no route for ${path}`))
   const type = route.type
@@ -166,7 +166,6 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
             base: settings.publicUrl === undefined ? undefined : baseUrl(settings.publicUrl, undefined),
             updateAsCreate: storeSettings.updateAsCreate,
             operationsOn: operations.on,
-            systemOperations: operations.system,
             date: instantOf(now * 1000)
           })
           hit = { generation: catalog.generation, json, bodies: new Map() }

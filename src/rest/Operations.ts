@@ -11,12 +11,14 @@ import type { FhirError } from "../http/FhirError.ts"
 import type { StoreError } from "../store/ResourceStore.ts"
 import type { FhirRequest } from "./FhirRequest.ts"
 
-/** Where a path invokes an operation: its name, level, and the type and id the path names. */
+/** Where a path invokes an operation: its name, level, and the type, id and version the path names. */
 export interface OperationAt {
   readonly name: string
   readonly level: OperationLevel
   readonly type?: string | undefined
   readonly id?: string | undefined
+  /** The version of `[base]/{type}/{id}/_history/{vid}/$op`. */
+  readonly version?: string | undefined
 }
 
 export class Operations extends Context.Tag("svc/rest/Operations")<Operations, {
@@ -27,8 +29,6 @@ export class Operations extends Context.Tag("svc/rest/Operations")<Operations, {
     path: string,
     at: OperationAt
   ) => Effect.Effect<HttpServerResponse.HttpServerResponse, FhirError | SqlError | StoreError | LeaseLost>
-  /** The operations served on a resource type at type or instance level, for the CapabilityStatement. */
-  readonly on: (type: string) => ReadonlyArray<{ readonly name: string; readonly definition: string }>
-  /** The operations served at system level, for the CapabilityStatement. */
-  readonly system: ReadonlyArray<{ readonly name: string; readonly definition: string }>
+  /** The operations served on a resource type at type or instance level, or (undefined) at system level, for the CapabilityStatement. */
+  readonly on: (type: string | undefined) => ReadonlyArray<{ readonly name: string; readonly definition: string }>
 }>() {}

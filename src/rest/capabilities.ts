@@ -37,14 +37,20 @@ const includesOf = (catalog: Catalog, type: string) => {
   return { searchInclude: own.length > 0 ? ["*", ...own] : [], searchRevInclude: reverse }
 }
 
-/** The operations served on a type (the Operations service's `on`). */
-type OperationsOn = (type: string) => ReadonlyArray<{ readonly name: string; readonly definition: string }>
+/** The operations served on a type, or (undefined) at system level (the Operations service's `on`). */
+type OperationsOn = (type: string | undefined) => ReadonlyArray<{ readonly name: string; readonly definition: string }>
 
 const interactions = ["read", "vread", "update", "patch", "delete", "history-instance", "history-type", "create", "search-type"]
 
 /** The operations invocable on `type` (operations/registry.ts); `$everything` where its compartment exists. */
 const operationsOf = (catalog: Catalog, type: string, operationsOn: OperationsOn) =>
   operationsOn(type).filter((operation) => operation.name !== "everything" || catalog.compartment(type) !== undefined)
+
+/** The operations served at system level (`[base]/$op`), when there are any. */
+const systemOperations = (operationsOn: OperationsOn) => {
+  const served = operationsOn(undefined)
+  return served.length > 0 ? { operation: served } : {}
+}
 
 const compartmentsOf = (catalog: Catalog) => {
   const urls = catalog.compartments.filter((c) => searchableCompartment(catalog, c.code) !== undefined).map((c) => c.url)
@@ -76,7 +82,6 @@ export const capabilityStatement = (catalog: Catalog, options: {
   readonly date: string
   readonly operationsOn: OperationsOn
   /** The operations served at system level (`[base]/$op`). */
-  readonly systemOperations?: ReadonlyArray<{ readonly name: string; readonly definition: string }>
 }) => {
   const hasTargets = referencedTypes(catalog)
   return {
@@ -120,7 +125,7 @@ export const capabilityStatement = (catalog: Catalog, options: {
       }),
       interaction: [{ code: "transaction" }, { code: "batch" }, { code: "search-system" }, { code: "history-system" }],
       searchParam: systemSearchParams(catalog),
-      ...(options.systemOperations !== undefined && options.systemOperations.length > 0 ? { operation: options.systemOperations } : {}),
+      ...systemOperations(options.operationsOn),
       ...compartmentsOf(catalog)
     }]
   }

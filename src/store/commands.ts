@@ -138,7 +138,7 @@ const validated = (env: CommandEnv, type: string, id: string, resource: Record<s
   })
 
 /** The search index rows of a version; 413 beyond `server.max_index_rows`. */
-const indexRows = (env: CommandEnv, type: string, id: string, resource: Record<string, unknown>) =>
+export const indexRows = (env: CommandEnv, type: string, id: string, resource: Record<string, unknown>) =>
   Effect.mapError(
     extractIndexPaced(resource, env.catalog, (env.limits ?? defaultWriteLimits).maxIndexRows, env.pacer),
     (too) =>

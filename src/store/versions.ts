@@ -144,3 +144,17 @@ export const deleteResource = (
       VALUES (${row.rkey}, ${version}, ${input.commitTs}, ${"delete"}, ${null})`
     return { rkey: Number(row.rkey), version, changed: true }
   })
+
+/**
+ * Rewrites the stored text of version `version` of the resource `rkey` in place, without a new version (its
+ * versionId, lastUpdated and commit timestamp stay): what `$meta-add` and `$meta-delete` do. The change is
+ * noted in `resource_edits` at `commitTs`, where the change log shows it (src/db/ChangeFeed.ts).
+ */
+export const rewriteVersion = (
+  sql: SqlClient.SqlClient,
+  input: { readonly rkey: number; readonly version: number; readonly content: string; readonly commitTs: number }
+): Effect.Effect<void, SqlError> =>
+  Effect.zipRight(
+    sql`UPDATE resource_versions SET content = ${input.content} WHERE rkey = ${input.rkey} AND version = ${input.version}`,
+    sql`INSERT INTO resource_edits (commit_ts, rkey, version) VALUES (${input.commitTs}, ${input.rkey}, ${input.version})`
+  )

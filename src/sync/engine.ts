@@ -211,8 +211,11 @@ export const make = Effect.gen(function*() {
         ? undefined
         : yield* db.withReader((sql) =>
           sql<{ readonly type: string; readonly id: string }>`
-            SELECT DISTINCT r.type, r.id FROM resource_versions v JOIN resources r ON r.rkey = v.rkey
+            SELECT r.type, r.id FROM resource_versions v JOIN resources r ON r.rkey = v.rkey
             WHERE v.commit_ts > ${since} AND ${sql.in("r.type", types)}
+            UNION
+            SELECT r.type, r.id FROM resource_edits e JOIN resources r ON r.rkey = e.rkey
+            WHERE e.commit_ts > ${since} AND ${sql.in("r.type", types)}
             LIMIT ${resumeLimit + 1}`).pipe(Effect.orDie)
       if (written === undefined || written.length > resumeLimit) return yield* sendResult(live, page)
       const refs = written.map((row) => `${row.type}/${row.id}`)
@@ -269,8 +272,11 @@ export const make = Effect.gen(function*() {
       yield* sendResult(live, page.right)
     })
 
-  /** What changed between the result held and `page`. */
-  const diff = (live: Live, page: Page): QueryChanges | undefined => {
+  /**
+   * What changed between the result held and `page`. `edited` holds the versions the commit changed in place
+   * (`$meta-add`, `$meta-delete`), by `Type/id`: such a version held has changed too.
+   */
+  const diff = (live: Live, page: Page, edited: ReadonlyMap<string, number>): QueryChanges | undefined => {
     const entered: Array<unknown> = []
     const changed: Array<unknown> = []
     const left: Array<string> = []
@@ -278,7 +284,7 @@ export const make = Effect.gen(function*() {
       const [version, resource] = page.rows.get(ref)!
       const was = live.held.get(ref)
       if (was === undefined) entered.push(resource)
-      else if (was !== version) changed.push(resource)
+      else if (was !== version || edited.get(ref) === version) changed.push(resource)
     }
     for (const ref of live.held.keys()) if (!page.rows.has(ref)) left.push(ref)
     return entered.length + changed.length + left.length === 0 ? undefined : { entered, changed, left }
@@ -288,7 +294,9 @@ export const make = Effect.gen(function*() {
     Effect.gen(function*() {
       const catalog = yield* catalogs.get
       const woken = new Set<string>()
+      const edited = new Map<string, number>()
       for (const change of committed.changes) {
+        if (change.inPlace === true) edited.set(`${change.type}/${change.id}`, change.version)
         for (const key of holders.get(`${change.type}/${change.id}`) ?? []) woken.add(key)
         if (change.op === "delete" || change.resource === null || !index.watches(change.type)) continue
         for (const key of index.candidates(change.type, JSON.parse(change.resource) as Record<string, unknown>, catalog)) woken.add(key)
@@ -301,7 +309,7 @@ export const make = Effect.gen(function*() {
         const page = yield* Effect.either(searchPage(live, catalog))
         // Unsubscribed (or its connection gone) while it was searched: nothing to hold or send.
         if (Either.isLeft(page) || byKey.get(key) !== live) continue
-        const changes = diff(live, page.right)
+        const changes = diff(live, page.right, edited)
         hold(live, page.right)
         if (changes === undefined) continue
         let queries = messages.get(live.connection)

@@ -15,11 +15,19 @@ describe("the operations registry", () => {
     expect(operationPath(["Patient", "p1"])).toBeUndefined()
     expect(operationPath(["Patient", "$a", "$b"])).toBeUndefined()
     expect(operationPath(["Patient", "p1", "_history", "$x"])).toBeUndefined()
+    expect(operationPath(["Patient", "p1", "_history", "2", "$meta"])).toEqual({ name: "meta", level: "instance", type: "Patient", id: "p1", version: "2" })
+    expect(operationPath(["Patient", "p1", "other", "2", "$meta"])).toBeUndefined()
   })
 
   it("lists the operations served on a type, each with its OperationDefinition", () => {
-    expect(operationsOn("Observation")).toEqual([{ name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" }])
-    expect(operationsOn("Patient").map((operation) => operation.name)).toEqual(["validate", "everything"])
+    expect(operationsOn("Observation")).toEqual([
+      { name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" },
+      { name: "meta", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta" },
+      { name: "meta-add", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta-add" },
+      { name: "meta-delete", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta-delete" }
+    ])
+    expect(operationsOn("Patient").map((operation) => operation.name)).toEqual(["validate", "everything", "meta", "meta-add", "meta-delete"])
+    expect(operationsOn(undefined)).toEqual([{ name: "meta", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta" }])
     expect(operationsOn("Encounter").find((operation) => operation.name === "everything")?.definition).toBe("http://hl7.org/fhir/OperationDefinition/Encounter-everything")
     expect(operationsOn("Composition")).toEqual([
       { name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" },
@@ -69,6 +77,37 @@ describe("an operation's parameters", () => {
     expect(refusal(catalog, "url=u&count=many")).toBe("The value 'many' of parameter 'count' of $op cannot be read: expected an integer")
     expect(refusal(catalog, "url=u&date=2020-13-01")).toContain("'2020-13-01' of parameter 'date'")
     expect(refusal(catalog, "url=u&resource=x")).toBe("The parameter 'resource' of $op is a resource: it goes in a Parameters body")
+  })
+
+  it("take values of complex types from a Parameters body, each of its parameter's type, and refuse them elsewhere", async (context) => {
+    const catalog = await loadCatalog()
+    if (catalog === undefined) return context.skip()
+    const typed: ReadonlyArray<InputParameter> = [
+      { name: "meta", type: "Meta", min: 0, max: "1" },
+      { name: "coding", type: "Coding", min: 0, max: "*" },
+      { name: "code", type: "code", min: 0, max: "1" }
+    ]
+    const readBody = (parameter: ReadonlyArray<unknown>, query = "") =>
+      Effect.runSync(Effect.either(readArguments(request(catalog, query), "$op", typed, { resourceType: "Parameters", parameter })))
+    const refused = (parameter: ReadonlyArray<unknown>, query = "") => {
+      const result = readBody(parameter, query)
+      return Either.isLeft(result) ? (result.left as { diagnostics?: string }).diagnostics : "accepted"
+    }
+    const read = readBody([
+      { name: "meta", valueMeta: { tag: [{ code: "a" }] } },
+      { name: "coding", valueCoding: { code: "x" } },
+      { name: "coding", valueCoding: { code: "y" } },
+      { name: "code", valueCode: "z" }
+    ])
+    expect(Either.isRight(read) && read.right.complex.get("meta")).toEqual([{ type: "Meta", value: { tag: [{ code: "a" }] } }])
+    expect(Either.isRight(read) && read.right.complex.get("coding")?.map((coding) => coding.value["code"])).toEqual(["x", "y"])
+    expect(Either.isRight(read) && read.right.values.get("code")).toBe("z")
+    expect(refused([{ name: "meta", valueCoding: { code: "x" } }])).toBe("The parameter 'meta' of $op is a Meta (valueMeta), not a Coding")
+    expect(refused([], "meta=x")).toBe("The parameter 'meta' of $op is a Meta: it goes in a Parameters body, as valueMeta")
+    expect(refused([{ name: "code", valueCoding: { code: "x" } }])).toBe("The parameter 'code' of $op takes a code, not a Coding")
+    expect(refused([{ name: "meta", valueMeta: {} }, { name: "meta", valueMeta: {} }])).toBe("The parameter 'meta' of $op is given more than once")
+    expect(refused([{ valueMeta: {} }])).toBe("Each parameter of the Parameters body of $op needs a name")
+    expect(refused([{ name: "meta", valueMeta: [] }])).toBe("The parameter 'meta' of $op has no value")
   })
 
   it("checks the lexical forms of the primitive types", () => {

@@ -146,7 +146,10 @@ for (const backend of backendsUnderTest) {
             conditionalDelete: "single",
             operation: [
               { name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" },
-              { name: "everything", definition: "http://hl7.org/fhir/OperationDefinition/Patient-everything" }
+              { name: "everything", definition: "http://hl7.org/fhir/OperationDefinition/Patient-everything" },
+              { name: "meta", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta" },
+              { name: "meta-add", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta-add" },
+              { name: "meta-delete", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta-delete" }
             ]
           })
           expect((patient["interaction"] as ReadonlyArray<{ code: string }>).map((i) => i.code)).toEqual(
@@ -154,7 +157,8 @@ for (const backend of backendsUnderTest) {
           )
           expect(patient["searchInclude"]).toEqual(expect.arrayContaining(["*", "Patient:general-practitioner"]))
           expect(patient.searchRevInclude).toEqual(expect.arrayContaining(["Observation:subject"]))
-          expect(resourceOf(statement, "Observation")["operation"]).toEqual([{ name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" }])
+          expect((resourceOf(statement, "Observation")["operation"] as ReadonlyArray<{ name: string }>).map((operation) => operation.name)).toEqual(["validate", "meta", "meta-add", "meta-delete"])
+          expect(rest["operation"]).toEqual([{ name: "meta", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta" }])
           expect(rest["interaction"].map((i: { code: string }) => i.code)).toEqual(["transaction", "batch", "search-system", "history-system"])
           expect(rest["searchParam"].map((param: SearchParam) => param.name)).toEqual(
             ["_content", "_id", "_lastUpdated", "_list", "_profile", "_security", "_source", "_tag", "_text", "_type"]
