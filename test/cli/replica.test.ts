@@ -92,7 +92,9 @@ describe("a replica on Postgres", async () => {
     expect(search.body.entry).toHaveLength(2)
 
     // A SearchParameter written through the replica: once the replica has its commit, its catalog has the
-    // parameter, and a search with it is served by the replica.
+    // parameter, and a search with it is served by the replica. A Patient written before the primary's catalog
+    // has the parameter is indexed for it by the primary's backfill: the search waits for that.
+    const generation = (await json(await fetch(`${primary.url}/healthz?verbose=1`))).body.catalog.generation as number
     const parameter = await fetch(`${replica.url}/fhir/SearchParameter`, {
       method: "POST",
       headers: { "content-type": "application/fhir+json" },
@@ -107,6 +109,7 @@ describe("a replica on Postgres", async () => {
       headers: { "content-type": "application/fhir+json" },
       body: JSON.stringify({ resourceType: "Patient", name: [{ family: "Surnamed" }] })
     })
+    await primary.loggedWhere((line) => line.message === "search index backfilled" && Number(line.generation) > generation)
     const bySurname = await json(await fetch(`${replica.url}/fhir/Patient?surname=Surnamed`, { headers: { "x-svc-min-ts": named.headers.get("x-svc-commit-ts")! } }))
     expect([bySurname.status, bySurname.body.entry?.length]).toEqual([200, 1])
     await replica.loggedWhere((line) => line.message === "request" && line.method === "GET" && line.path === "/fhir/Patient" && line.status === 200)

@@ -158,7 +158,10 @@ for (const backend of backendsUnderTest) {
           expect(patient["searchInclude"]).toEqual(expect.arrayContaining(["*", "Patient:general-practitioner"]))
           expect(patient.searchRevInclude).toEqual(expect.arrayContaining(["Observation:subject"]))
           expect((resourceOf(statement, "Observation")["operation"] as ReadonlyArray<{ name: string }>).map((operation) => operation.name)).toEqual(["validate", "meta", "meta-add", "meta-delete"])
-          expect(rest["operation"]).toEqual([{ name: "meta", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta" }])
+          expect(rest["operation"]).toEqual([
+            { name: "meta", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta" },
+            { name: "install", definition: "urn:svc:OperationDefinition:install" }
+          ])
           expect(rest["interaction"].map((i: { code: string }) => i.code)).toEqual(["transaction", "batch", "search-system", "history-system"])
           expect(rest["searchParam"].map((param: SearchParam) => param.name)).toEqual(
             ["_content", "_id", "_lastUpdated", "_list", "_profile", "_security", "_source", "_tag", "_text", "_type"]
