@@ -11,18 +11,21 @@ import { fail } from "../http/FhirError.ts"
 import type { FhirRequest } from "../rest/FhirRequest.ts"
 import { type OperationAt, Operations } from "../rest/Operations.ts"
 import { everythingModule } from "./everything.ts"
+import { lookupModule } from "./lookup.ts"
 import type { OperationCall, OperationModule } from "./Operation.ts"
 import { operationGranted } from "../auth/access/enforce.ts"
+import { subsumesModule } from "./subsumes.ts"
+import { translateModule } from "./translate.ts"
 import { validateModule } from "./validate.ts"
+import { validateCodeModule } from "./validateCode.ts"
 
 /** Every operation served, in the order the CapabilityStatement lists them. */
-export const operations = [validateModule, everythingModule] as const
+export const operations = [validateModule, everythingModule, lookupModule, validateCodeModule, subsumesModule, translateModule] as const
 
 /** The operations of the interface that later versions serve: asked for today, a 501. */
 const plannedOperations: ReadonlySet<string> = new Set([
-  "everything", "export", "validate", "meta", "meta-add", "meta-delete", "document", "install", "expand", "lookup",
-  "validate-code", "subsumes", "translate", "expandability", "populate", "extract", "assemble", "next-question",
-  "behavior", "graphql"
+  "everything", "export", "validate", "meta", "meta-add", "meta-delete", "document", "install", "expand",
+  "expandability", "populate", "extract", "assemble", "next-question", "behavior", "graphql"
 ])
 
 /** Whether the module serves `level` on `type` (every type when it names none). */
@@ -67,7 +70,7 @@ export const invoke = (
     return module.run(call)
   }
   const named = operations.find((module) => module.name === at.name)
-  if (named?.types !== undefined && at.type !== undefined && !named.types.includes(at.type)) {
+  if (named?.types !== undefined && (at.type === undefined ? !plannedOperations.has(at.name) : !named.types.includes(at.type))) {
     return Effect.fail(fail("not-found", `$${at.name} is defined on ${named.types.join(" and ")}, not on ${path}`))
   }
   return plannedOperations.has(at.name)

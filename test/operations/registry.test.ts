@@ -21,6 +21,10 @@ describe("the operations registry", () => {
     expect(operationsOn("Observation")).toEqual([{ name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" }])
     expect(operationsOn("Patient").map((operation) => operation.name)).toEqual(["validate", "everything"])
     expect(operationsOn("Encounter").find((operation) => operation.name === "everything")?.definition).toBe("http://hl7.org/fhir/OperationDefinition/Encounter-everything")
+    const definitions = (type: string) => operationsOn(type).map((operation) => `${operation.name} ${operation.definition.replace("http://hl7.org/fhir/OperationDefinition/", "")}`)
+    expect(definitions("CodeSystem")).toEqual(["validate Resource-validate", "lookup CodeSystem-lookup", "validate-code CodeSystem-validate-code", "subsumes CodeSystem-subsumes"])
+    expect(definitions("ValueSet")).toEqual(["validate Resource-validate", "validate-code ValueSet-validate-code"])
+    expect(definitions("ConceptMap")).toEqual(["validate Resource-validate", "translate ConceptMap-translate"])
   })
 })
 
