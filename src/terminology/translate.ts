@@ -48,7 +48,7 @@ export interface Translation {
   readonly messages: ReadonlyArray<string>
 }
 
-/** How deep `other-map` is followed. */
+/** The most maps one translation passes through by `other-map`. */
 const maxOtherMaps = 5
 
 const reversed: Readonly<Record<string, string>> = { wider: "narrower", narrower: "wider", subsumes: "specializes", specializes: "subsumes" }
