@@ -77,13 +77,13 @@ const codingsOf = (args: Arguments) =>
     if (given === 0) return yield* fail("required", "$translate needs the code to translate: code (with system), coding or codeableConcept")
     if (given > 1) return yield* fail("invalid", "$translate takes one of code, coding and codeableConcept")
     const codings = concept ?? [coding ?? { system: text(args, "system"), version: text(args, "version"), code, display: undefined }]
-    const out: Array<TranslateCoding> = []
-    for (const item of codings) {
-      if (item.code === undefined || item.code === "") return yield* fail("invalid", "$translate was given a coding without a code")
-      if (item.system === undefined) return yield* fail("required", `$translate needs the system of the code '${item.code}'`)
-      out.push({ system: item.system, version: item.version, code: item.code })
-    }
-    return out
+    // A CodeableConcept's codings without a code or a system are passed over, as long as one can be translated.
+    const usable = codings.flatMap((item): ReadonlyArray<TranslateCoding> =>
+      item.code === undefined || item.code === "" || item.system === undefined ? [] : [{ system: item.system, version: item.version, code: item.code }])
+    if (usable.length > 0) return usable
+    const first = codings[0]!
+    if (first.code === undefined || first.code === "") return yield* fail("invalid", "$translate was given a coding without a code")
+    return yield* fail("required", `$translate needs the system of the code '${first.code}'`)
   })
 
 const answerOf = (translation: Translation) =>

@@ -175,9 +175,10 @@ export const translate = (maps: ReadonlyArray<ConceptMapDef>, query: TranslateQu
   const result = walk.matches.some((match) => !notAMatch.has(match.equivalence))
   if (walk.matches.length === 0) {
     const codes = query.codings.map((coding) => `${coding.system}#${coding.code}`).join(", ")
-    const where = maps.length === 0 ? "any ConceptMap that applies (this server holds none)"
-      : maps.length === 1 ? `the ConceptMap ${maps[0]!.url}` : `the ${maps.length} ConceptMaps that apply`
-    walk.messages.unshift(`No ${query.reverse ? "reverse " : ""}mapping of ${codes} was found in ${where}${query.targetSystem === undefined ? "" : ` to the code system ${query.targetSystem}`}`)
+    const to = query.targetSystem === undefined ? "" : ` to the code system ${query.targetSystem}`
+    walk.messages.unshift(maps.length === 0
+      ? `No ConceptMap this server holds applies to ${codes}${to} (by the source and target value sets asked for and the code's system)`
+      : `No ${query.reverse ? "reverse " : ""}mapping of ${codes} was found in ${maps.length === 1 ? `the ConceptMap ${maps[0]!.url}` : `the ${maps.length} ConceptMaps that apply`}${to}`)
   } else if (!result) {
     walk.messages.unshift("The maps say that no concept matches (equivalence unmatched or disjoint)")
   }

@@ -193,6 +193,10 @@ for (const backend of backendsUnderTest) {
           expect([one(sct, "result"), values(sct, "x-caused-by-unknown-system")]).toEqual([false, [snomed]])
           expect(one(sct, "message")).toContain("without its content (content 'not-present')")
           expectOutcome(yield* get(`CodeSystem/$validate-code?${q({ url: loinc, code: "1963-8" })}`), 404, `The CodeSystem '${loinc}' is not known to this server`)
+          // The R4 page's example, against a value set of every LOINC code.
+          const observation = ok(yield* get(`ValueSet/$validate-code?${q({ url: "http://hl7.org/fhir/ValueSet/observation-codes", system: loinc, code: "1963-8", display: "test" })}`))
+          expect([one(observation, "result"), values(observation, "x-caused-by-unknown-system")]).toEqual([false, [loinc]])
+          expect(one(observation, "message")).toContain("could not be validated against the value set http://hl7.org/fhir/ValueSet/observation-codes")
         }))
 
       it.effect("CodeSystem/$validate-code checks the code, its display and, unless abstract is true, that it is not abstract", () =>
@@ -228,7 +232,8 @@ for (const backend of backendsUnderTest) {
           const instance = ok(yield* get(`CodeSystem/v3-ActCode/$subsumes?${q({ codeA: "PBILLACCT", codeB: "_ActAccountCode" })}`))
           expect(one(instance, "outcome")).toBe("subsumed-by")
           expectOutcome(yield* get(`CodeSystem/$subsumes?${q({ system: actCode, codeA: "CASH", codeB: "NOPE" })}`), 404, "The code 'NOPE' is not in the code system")
-          expectOutcome(yield* get(`CodeSystem/$subsumes?${q({ system: snomed, codeA: "22298006", codeB: "404684003" })}`), 422, "without its concepts")
+          // The R4 page's example: SNOMED CT, held without its concepts.
+          expectOutcome(yield* get(`CodeSystem/$subsumes?${q({ system: snomed, codeA: "235856003", codeB: "3738000" })}`), 422, "without its concepts")
           expectOutcome(yield* get(`CodeSystem/$subsumes?${q({ codeA: "CASH", codeB: "CC" })}`), 400, "needs the code system")
           expectOutcome(yield* post("CodeSystem/$subsumes", [
             { name: "codingA", valueCoding: { system: actCode, code: "CASH" } },
@@ -252,6 +257,22 @@ for (const backend of backendsUnderTest) {
           expect(matches(toV2)).toEqual([`equal ${v2Sex}#M (${genderToV2})`])
           const instance = ok(yield* post("ConceptMap/cm-administrative-gender-v2/$translate", [{ name: "coding", valueCoding: { system: gender, code: "unknown" } }]))
           expect(matches(instance)).toEqual([`equal ${v2Sex}#U (${genderToV2})`])
+          const concept = ok(yield* post("ConceptMap/$translate", [
+            { name: "url", valueUri: genderToV2 },
+            { name: "codeableConcept", valueCodeableConcept: { coding: [{ code: "no-system" }, { system: gender, code: "female" }], text: "F" } }
+          ]))
+          expect(matches(concept)).toEqual([`equal ${v2Sex}#F (${genderToV2})`])
+        }))
+
+      it.effect("$translate answers the R4 page's example: composition-status preliminary to v3 ActStatus", () =>
+        Effect.gen(function*() {
+          const reply = ok(yield* get(`ConceptMap/$translate?${q({
+            system: "http://hl7.org/fhir/composition-status",
+            code: "preliminary",
+            source: "http://hl7.org/fhir/ValueSet/composition-status",
+            target: "http://terminology.hl7.org/ValueSet/v3-ActStatus"
+          })}`))
+          expect([one(reply, "result"), matches(reply)]).toEqual([true, ["equivalent http://terminology.hl7.org/CodeSystem/v3-ActStatus#active (http://hl7.org/fhir/ConceptMap/cm-composition-status-v3)"]])
         }))
 
       it.effect("$translate applies a group's unmapped code and counts a disjoint match as no translation", () =>
