@@ -7,10 +7,12 @@
  */
 import { canonicals, compareVersions } from "./Canonicals.ts"
 import { codeSystemDef } from "./CodeSystems.ts"
+import { conceptMapDef } from "./ConceptMaps.ts"
 import type {
   CatalogProblem,
   CodeSystemDef,
   CompartmentDef,
+  ConceptMapDef,
   OperationDef,
   OperationLevel,
   SearchParameterDef,
@@ -54,6 +56,15 @@ export interface Catalog {
   /** The current code system of each url. */
   readonly codeSystems: ReadonlyArray<CodeSystemDef>
   readonly valueSet: (url: string) => ValueSetDef | undefined
+  /** By canonical url, or `url|version`. */
+  readonly conceptMap: (url: string) => ConceptMapDef | undefined
+  /** The current concept map of each url. */
+  readonly conceptMaps: ReadonlyArray<ConceptMapDef>
+  /**
+   * The current concept maps whose source value set is `source` and whose target value set is `target`
+   * (either left out: any); a `|version` on either is ignored.
+   */
+  readonly conceptMapsBetween: (source: string | undefined, target: string | undefined) => ReadonlyArray<ConceptMapDef>
   readonly problems: ReadonlyArray<CatalogProblem>
 }
 
@@ -75,6 +86,7 @@ interface Compiled {
   readonly operations: Array<OperationDef>
   readonly codeSystems: Array<CodeSystemDef>
   readonly valueSets: Array<ValueSetDef>
+  readonly conceptMaps: Array<ConceptMapDef>
   readonly problems: Array<CatalogProblem>
 }
 
@@ -86,6 +98,7 @@ const compile = (entries: Iterable<CatalogEntry>, unpackBudgetBytes: number): Co
     operations: [],
     codeSystems: [],
     valueSets: [],
+    conceptMaps: [],
     problems: []
   }
   const unpacked = unpackCache(unpackBudgetBytes)
@@ -111,6 +124,9 @@ const compile = (entries: Iterable<CatalogEntry>, unpackBudgetBytes: number): Co
       case "ValueSet":
         out.valueSets.push(valueSetDef(summary.data, source()))
         break
+      case "ConceptMap":
+        out.conceptMaps.push(conceptMapDef(summary.data, source()))
+        break
       case "problem": {
         const { resourceType, id, url, message } = summary.problem
         out.problems.push({ resourceType, id, url, message })
@@ -135,6 +151,25 @@ const latestByCode = <A extends CompartmentDef>(items: ReadonlyArray<A>): Readon
 
 const noParameters: ReadonlyMap<string, SearchParameterDef> = new Map()
 
+const withoutVersion = (url: string): string => {
+  const bar = url.indexOf("|")
+  return bar < 0 ? url : url.slice(0, bar)
+}
+
+/** The maps of `maps` by their source or target value set (without its version). */
+const mapsBy = (maps: ReadonlyArray<ConceptMapDef>, side: "source" | "target"): ReadonlyMap<string, ReadonlyArray<ConceptMapDef>> => {
+  const by = new Map<string, Array<ConceptMapDef>>()
+  for (const map of maps) {
+    const url = map[side]
+    if (url === undefined) continue
+    const key = withoutVersion(url)
+    const list = by.get(key)
+    if (list === undefined) by.set(key, [map])
+    else list.push(map)
+  }
+  return by
+}
+
 /** The catalog of parsed resources, each held as given. */
 export const build = (resources: Iterable<Record<string, unknown>>, generation: number): Catalog =>
   fromEntries(entriesOf(resources), generation)
@@ -155,6 +190,17 @@ export const fromEntries = (
   const operations = canonicals(compiled.operations).current
   const codeSystems = canonicals(compiled.codeSystems)
   const valueSets = canonicals(compiled.valueSets)
+  const conceptMaps = canonicals(compiled.conceptMaps)
+  const mapsBySource = mapsBy(conceptMaps.current, "source")
+  const mapsByTarget = mapsBy(conceptMaps.current, "target")
+  const conceptMapsBetween = (source: string | undefined, target: string | undefined): ReadonlyArray<ConceptMapDef> => {
+    if (source === undefined && target === undefined) return conceptMaps.current
+    const bySource = source === undefined ? undefined : mapsBySource.get(withoutVersion(source)) ?? []
+    const byTarget = target === undefined ? undefined : mapsByTarget.get(withoutVersion(target)) ?? []
+    if (bySource === undefined) return byTarget!
+    if (byTarget === undefined) return bySource
+    return bySource.filter((map) => byTarget.includes(map))
+  }
   const compartments = latestByCode(canonicals(compiled.compartments).current)
 
   const byType = new Map<string, StructureDefinition>()
@@ -237,6 +283,9 @@ export const fromEntries = (
     codeSystem: codeSystems.get,
     codeSystems: codeSystems.current,
     valueSet: valueSets.get,
+    conceptMap: conceptMaps.get,
+    conceptMaps: conceptMaps.current,
+    conceptMapsBetween,
     problems: compiled.problems
   }
 }

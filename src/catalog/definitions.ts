@@ -167,3 +167,49 @@ export interface ValueSetDef extends CanonicalDef {
   readonly compose: { readonly include: ReadonlyArray<ValueSetInclude>; readonly exclude: ReadonlyArray<ValueSetInclude> } | undefined
   readonly hasExpansion: boolean
 }
+
+// https://hl7.org/fhir/R4/conceptmap.html
+/** A `dependsOn` or `product` of a map's target: another element's value the mapping depends on or produces. */
+export interface ConceptMapOtherElement {
+  readonly property: string
+  readonly system: string | undefined
+  readonly value: string
+  readonly display: string | undefined
+}
+
+export interface ConceptMapTarget {
+  /** Absent when the equivalence is `unmatched`. */
+  readonly code: string | undefined
+  readonly display: string | undefined
+  readonly equivalence: string
+  readonly comment: string | undefined
+  readonly dependsOn: ReadonlyArray<ConceptMapOtherElement>
+  readonly product: ReadonlyArray<ConceptMapOtherElement>
+}
+
+export interface ConceptMapElement {
+  readonly code: string | undefined
+  readonly display: string | undefined
+  readonly target: ReadonlyArray<ConceptMapTarget>
+}
+
+export interface ConceptMapGroup {
+  readonly source: string | undefined
+  readonly sourceVersion: string | undefined
+  readonly target: string | undefined
+  readonly targetVersion: string | undefined
+  readonly element: ReadonlyArray<ConceptMapElement>
+  /** What to do with a source code the group does not map (`provided`, `fixed` with a code, `other-map` with a url). */
+  readonly unmapped: { readonly mode: string; readonly code: string | undefined; readonly display: string | undefined; readonly url: string | undefined } | undefined
+}
+
+export interface ConceptMapDef extends CanonicalDef {
+  /** The source value set (`sourceUri` or `sourceCanonical`), as written. */
+  readonly source: string | undefined
+  /** The target value set (`targetUri` or `targetCanonical`), as written. */
+  readonly target: string | undefined
+  /** The code systems each group maps from and to: which maps a code may be in, without reading them. */
+  readonly systems: ReadonlyArray<{ readonly source: string | undefined; readonly target: string | undefined }>
+  /** Read from the JSON on first access. */
+  readonly groups: ReadonlyArray<ConceptMapGroup>
+}

@@ -4,6 +4,7 @@
  * parsing the resource itself.
  */
 import { type CodeSystemData, readCodeSystem } from "./CodeSystems.ts"
+import { type ConceptMapData, readConceptMap } from "./ConceptMaps.ts"
 import type { CatalogProblem } from "./definitions.ts"
 import { isObject, type Json, str } from "./json.ts"
 import {
@@ -25,12 +26,15 @@ export const catalogTypes: ReadonlyArray<string> = [
   "CompartmentDefinition",
   "OperationDefinition",
   "CodeSystem",
-  "ValueSet"
+  "ValueSet",
+  "ConceptMap"
 ]
 
 /**
  * The version of the summaries' shape and of the readers that make them: stored summaries of another
- * version are made again. Raise it with any change to what a reader keeps or how it reads it.
+ * version are made again. Raise it with any change to what a reader keeps or how it reads it. (A type
+ * added to `catalogTypes` needs no raise: its resources have no entries yet, so theirs are made at the
+ * next build, as ConceptMap's were in a database of an earlier build.)
  */
 export const summaryFormat = 1
 
@@ -41,6 +45,7 @@ export type Summary =
   | { readonly kind: "OperationDefinition"; readonly data: OperationData }
   | { readonly kind: "CodeSystem"; readonly data: CodeSystemData }
   | { readonly kind: "ValueSet"; readonly data: ValueSetData }
+  | { readonly kind: "ConceptMap"; readonly data: ConceptMapData }
   /** A resource the catalog skips, and why. */
   | { readonly kind: "problem"; readonly problem: CatalogProblem }
   /** A resource of a type the catalog does not compile. */
@@ -75,6 +80,8 @@ export const summarize = (json: unknown): Summary => {
         return of(json, readCodeSystem(json), (data) => ({ kind: "CodeSystem", data }))
       case "ValueSet":
         return of(json, readValueSet(json), (data) => ({ kind: "ValueSet", data }))
+      case "ConceptMap":
+        return of(json, readConceptMap(json), (data) => ({ kind: "ConceptMap", data }))
       default:
         return { kind: "other" }
     }

@@ -20,16 +20,22 @@ import { operationGranted } from "../auth/access/enforce.ts"
 import { metaModule } from "./meta.ts"
 import { metaAddModule } from "./metaAdd.ts"
 import { metaDeleteModule } from "./metaDelete.ts"
+import { lookupModule } from "./lookup.ts"
+import { subsumesModule } from "./subsumes.ts"
+import { translateModule } from "./translate.ts"
 import { validateModule } from "./validate.ts"
+import { validateCodeModule } from "./validateCode.ts"
 
 /** Every operation served, in the order the CapabilityStatement lists them. */
-export const operations = [validateModule, everythingModule, metaModule, metaAddModule, metaDeleteModule, documentModule, installModule] as const
+export const operations = [
+  validateModule, everythingModule, metaModule, metaAddModule, metaDeleteModule, documentModule, installModule,
+  lookupModule, validateCodeModule, subsumesModule, translateModule
+] as const
 
 /** The operations of the interface that later versions serve: asked for today, a 501. */
 const plannedOperations: ReadonlySet<string> = new Set([
-  "everything", "export", "validate", "expand", "lookup",
-  "validate-code", "subsumes", "translate", "expandability", "populate", "extract", "assemble", "next-question",
-  "behavior", "graphql"
+  "everything", "export", "validate", "expand",
+  "expandability", "populate", "extract", "assemble", "next-question", "behavior", "graphql"
 ])
 
 /** Whether the module serves `level` on `type` (every type when it names none). */
@@ -94,7 +100,7 @@ export const invoke = (
     return module.run(call) as Run
   }
   const named = operations.find((module) => module.name === at.name)
-  if (named?.types !== undefined && at.type !== undefined && !named.types.includes(at.type)) {
+  if (named?.types !== undefined && (at.type === undefined ? !plannedOperations.has(at.name) : !named.types.includes(at.type))) {
     return Effect.fail(fail("not-found", `$${at.name} is defined on ${named.types.join(" and ")}, not on ${path}`))
   }
   if (named !== undefined && !plannedOperations.has(at.name) && !(named.levels as ReadonlyArray<OperationLevel>).includes(at.level)) {

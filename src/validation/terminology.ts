@@ -11,8 +11,9 @@
  * - codes of systems the server does not hold are checked for their form where it is known: SNOMED CT
  *   identifiers (codes.ts) and LOINC codes (digits and a mod-10 check digit).
  */
-import { isObject, type Json } from "../catalog/json.ts"
+import type { Json } from "../catalog/json.ts"
 import type { CodeSystemDef, ConceptDef } from "../catalog/definitions.ts"
+import { conceptStatus, displaysOf } from "../terminology/concepts.ts"
 import { snomed, sctidProblem } from "./codes.ts"
 import type { Reporter } from "./Reporter.ts"
 
@@ -53,38 +54,6 @@ const nationalIdentifier = /^NN[A-Z]{2,3}$/
 /** `http:`, `https:` and `urn:` systems are absolute, as the HL7 reference validator reads Coding.system. */
 const absoluteSystem = (system: string): boolean =>
   system.startsWith("http:") || system.startsWith("https:") || system.startsWith("urn:")
-
-/** What a code system says of a concept's status: inactive (or retired), deprecated, or nothing. */
-const conceptStatus = (concept: ConceptDef): "inactive" | "retired" | "deprecated" | undefined => {
-  const properties = concept.json["property"]
-  if (!Array.isArray(properties)) return undefined
-  for (const property of properties) {
-    if (!isObject(property)) continue
-    const code = property["code"]
-    if (code === "inactive" && property["valueBoolean"] === true) return "inactive"
-    if (code === "status" || code === "deprecated") {
-      const value = property["valueCode"]
-      if (value === "retired" || value === "inactive") return value
-      if (value === "deprecated" || (code === "deprecated" && property["valueDateTime"] !== undefined)) return "deprecated"
-    }
-  }
-  return undefined
-}
-
-/** The displays a concept accepts: its display and every designation, in any language. */
-const displaysOf = (concept: ConceptDef): ReadonlyArray<{ readonly value: string; readonly language: string | undefined }> => {
-  const out: Array<{ value: string; language: string | undefined }> = []
-  if (concept.display !== undefined) out.push({ value: concept.display, language: undefined })
-  const designations = concept.json["designation"]
-  if (Array.isArray(designations)) {
-    for (const designation of designations as ReadonlyArray<Json>) {
-      if (isObject(designation) && typeof designation["value"] === "string") {
-        out.push({ value: designation["value"], language: typeof designation["language"] === "string" ? designation["language"] : undefined })
-      }
-    }
-  }
-  return out
-}
 
 const collapse = (text: string): string => text.trim().replace(/\s+/g, " ").toLowerCase()
 

@@ -40,6 +40,19 @@ const resources: ReadonlyArray<Json> = [
     url: "http://example.org/ValueSet/shapes",
     compose: { include: [{ system: "http://example.org/CodeSystem/shapes", filter: [{ property: "concept", op: "is-a", value: "Polygon" }] }] }
   },
+  {
+    resourceType: "ConceptMap",
+    id: "shapes-to-forms",
+    url: "http://example.org/ConceptMap/shapes-to-forms",
+    sourceCanonical: "http://example.org/ValueSet/shapes",
+    targetUri: "http://example.org/ValueSet/forms",
+    group: [{
+      source: "http://example.org/CodeSystem/shapes",
+      target: "http://example.org/CodeSystem/forms",
+      element: [{ code: "Square", target: [{ code: "box", equivalence: "wider", dependsOn: [{ property: "http://example.org/size", value: "large" }] }] }],
+      unmapped: { mode: "fixed", code: "other" }
+    }]
+  },
   { resourceType: "NamingSystem", id: "ignored", name: "not compiled" }
 ]
 
@@ -63,13 +76,15 @@ const seen = (catalog: Catalog) => ({
   concepts: catalog.codeSystem("http://example.org/CodeSystem/shapes")?.concepts().map((c) => [c.code, c.parents, c.children]),
   square: catalog.codeSystem("http://example.org/CodeSystem/shapes")?.concept("square")?.code,
   compose: catalog.valueSet("http://example.org/ValueSet/shapes")?.compose,
+  conceptMaps: catalog.conceptMaps.map((map) => [map.url, map.source, map.target, map.systems, map.groups]),
+  fromShapes: catalog.conceptMapsBetween("http://example.org/ValueSet/shapes", "http://example.org/ValueSet/forms").map((map) => map.url),
   problems: catalog.problems
 })
 
 /** The current conformance resources as stored (with the server's id and meta), parsed. */
 const storedResources = Effect.gen(function*() {
   const { writer: sql } = yield* Database
-  const rows = yield* currentOfTypes(sql, ["StructureDefinition", "SearchParameter", "CompartmentDefinition", "OperationDefinition", "CodeSystem", "ValueSet"])
+  const rows = yield* currentOfTypes(sql, ["StructureDefinition", "SearchParameter", "CompartmentDefinition", "OperationDefinition", "CodeSystem", "ValueSet", "ConceptMap"])
   return rows.map((row) => JSON.parse(row.content) as Json).sort((a, b) =>
     a["resourceType"] === b["resourceType"] ? String(a["id"]) < String(b["id"]) ? -1 : 1 : String(a["resourceType"]) < String(b["resourceType"]) ? -1 : 1)
 })
@@ -113,6 +128,20 @@ for (const backend of backends) {
         expect(updated.made).toBe(1)
         expect(fromEntries(updated.entries, 3).searchParameter("Patient", "birthdate")?.type).toBe("string")
         expect(yield* entryRows).toBe(before)
+      })))
+
+    it.scoped("makes the entries of ConceptMaps stored by a build that did not compile them", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        yield* installPackage(sample)
+        // A database of such a build: its ConceptMaps have no entries.
+        const { writer: sql } = yield* Database
+        yield* sql`DELETE FROM catalog_entries WHERE rkey IN (SELECT rkey FROM resources WHERE type = 'ConceptMap')`
+        const { entries, made } = yield* storedEntries
+        expect(made).toBe(1)
+        const map = fromEntries(entries, 2).conceptMap("http://example.org/ConceptMap/shapes-to-forms")
+        expect(map?.groups[0]?.element[0]?.target[0]).toMatchObject({ code: "box", equivalence: "wider", dependsOn: [{ property: "http://example.org/size", value: "large" }] })
+        expect(map?.groups[0]?.unmapped).toEqual({ mode: "fixed", code: "other", display: undefined, url: undefined })
+        expect((yield* storedEntries).made).toBe(0)
       })))
   })
 }

@@ -31,6 +31,10 @@ describe("the operations registry", () => {
     expect(operationsOn("Composition").map((operation) => operation.name)).toEqual(["validate", "meta", "meta-add", "meta-delete", "document"])
     expect(operationsOn("Composition").find((operation) => operation.name === "document")?.definition).toBe("http://hl7.org/fhir/OperationDefinition/Composition-document")
     expect(operationsOn("Patient").map((operation) => operation.name)).not.toContain("install")
+    const definitions = (type: string) => operationsOn(type).map((operation) => `${operation.name} ${operation.definition.replace("http://hl7.org/fhir/OperationDefinition/", "")}`)
+    expect(definitions("CodeSystem")).toEqual(["validate Resource-validate", "meta Resource-meta", "meta-add Resource-meta-add", "meta-delete Resource-meta-delete", "lookup CodeSystem-lookup", "validate-code CodeSystem-validate-code", "subsumes CodeSystem-subsumes"])
+    expect(definitions("ValueSet")).toEqual(["validate Resource-validate", "meta Resource-meta", "meta-add Resource-meta-add", "meta-delete Resource-meta-delete", "validate-code ValueSet-validate-code"])
+    expect(definitions("ConceptMap")).toEqual(["validate Resource-validate", "meta Resource-meta", "meta-add Resource-meta-add", "meta-delete Resource-meta-delete", "translate ConceptMap-translate"])
   })
 
   it("lists the operations served at system level, each with the url of its definition", () => {
