@@ -167,7 +167,8 @@ export const readArguments = (
       if (resourceTypes.has(type) || request.catalog.isResourceType(type)) {
         if (values.has(name) || complex.has(name)) return yield* fail("invalid", `The parameter '${name}' of ${operation} is a resource: it goes in a Parameters body`)
       } else if (!isPrimitive(type)) {
-        if (values.has(name) || resources.has(name)) {
+        // A Coding may be given in the URL in the form of a token search value, `system|code` (the module reads it).
+        if ((values.has(name) && type !== "Coding") || resources.has(name)) {
           return yield* fail("invalid", `The parameter '${name}' of ${operation} is ${article(type)} ${type}: it goes in a Parameters body, as value${type}`)
         }
         const other = complex.get(name)?.find((value) => value.type !== type)
