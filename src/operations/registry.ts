@@ -11,17 +11,19 @@ import { fail } from "../http/FhirError.ts"
 import type { FhirRequest } from "../rest/FhirRequest.ts"
 import { type OperationAt, Operations } from "../rest/Operations.ts"
 import { everythingModule } from "./everything.ts"
+import { expandModule } from "./expand.ts"
+import { expandabilityModule } from "./expandability.ts"
 import type { OperationCall, OperationModule } from "./Operation.ts"
 import { operationGranted } from "../auth/access/enforce.ts"
 import { validateModule } from "./validate.ts"
 
 /** Every operation served, in the order the CapabilityStatement lists them. */
-export const operations = [validateModule, everythingModule] as const
+export const operations = [validateModule, everythingModule, expandModule, expandabilityModule] as const
 
 /** The operations of the interface that later versions serve: asked for today, a 501. */
 const plannedOperations: ReadonlySet<string> = new Set([
-  "everything", "export", "validate", "meta", "meta-add", "meta-delete", "document", "install", "expand", "lookup",
-  "validate-code", "subsumes", "translate", "expandability", "populate", "extract", "assemble", "next-question",
+  "everything", "export", "validate", "meta", "meta-add", "meta-delete", "document", "install", "lookup",
+  "validate-code", "subsumes", "translate", "populate", "extract", "assemble", "next-question",
   "behavior", "graphql"
 ])
 
