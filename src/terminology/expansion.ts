@@ -13,6 +13,7 @@ import { type Json, object, objects, str } from "../catalog/json.ts"
 import { type ComposeInclude, readCompose } from "./compose.ts"
 import { designationsOf, isAbstract, isInactive } from "./concepts.ts"
 import { filterCodes } from "./filters.ts"
+import { buildTextIndex, type TextIndex } from "./textIndex.ts"
 
 /** One code of an expansion. */
 export interface Entry {
@@ -467,8 +468,8 @@ const compute = (catalog: Catalog, source: Source, options: Options, stack: Read
 
 interface Cached {
   readonly outcome: Outcome
-  /** The search text of each entry (textFilter.ts), made when first asked for. */
-  texts: ReadonlyArray<string> | undefined
+  /** The word index of the entries' search texts (textIndex.ts), made when a filter first asks for it. */
+  index: TextIndex | undefined
 }
 
 // Per catalog snapshot, keyed by the canonicals of its ValueSets only (never by arbitrary request text).
@@ -488,7 +489,7 @@ const cachedEntry = (catalog: Catalog, canonical: string): Cached | "computing" 
   if (source === undefined) return undefined
   cache.set(canonical, "computing")
   try {
-    const entry: Cached = { outcome: compute(catalog, source, defaultOptions, [canonical]), texts: undefined }
+    const entry: Cached = { outcome: compute(catalog, source, defaultOptions, [canonical]), index: undefined }
     cache.set(canonical, entry)
     return entry
   } catch (error) {
@@ -507,16 +508,16 @@ export const cachedExpansion = (catalog: Catalog, canonical: string): Outcome | 
   return entry === undefined || entry === "computing" ? entry : entry.outcome
 }
 
-/** The search texts of the entries of a cached expansion, made once per snapshot (`make` builds them). */
-export const cachedTexts = (
+/** The word index of a kept expansion's search texts, made once per snapshot from the texts `make` gives. */
+export const cachedTextIndex = (
   catalog: Catalog,
   canonical: string,
   make: (entries: ReadonlyArray<Entry>) => ReadonlyArray<string>
-): ReadonlyArray<string> | undefined => {
+): TextIndex | undefined => {
   const entry = cachedEntry(catalog, canonical)
   if (entry === undefined || entry === "computing" || !entry.outcome.ok) return undefined
-  entry.texts ??= make(entry.outcome.entries)
-  return entry.texts
+  entry.index ??= buildTextIndex(make(entry.outcome.entries))
+  return entry.index
 }
 
 /** The expansion of any ValueSet (stored, inline, or of the catalog with other options), not kept. */

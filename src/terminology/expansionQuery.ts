@@ -13,7 +13,7 @@ import { designationsOf } from "./concepts.ts"
 import {
   type Accept,
   cachedExpansion,
-  cachedTexts,
+  cachedTextIndex,
   conceptOf,
   type Entry,
   expandSource,
@@ -23,7 +23,8 @@ import {
   type Source,
   type VersionRules
 } from "./expansion.ts"
-import { searchText, textMatcher } from "./textFilter.ts"
+import { filterWords, searchText, textMatcher } from "./textFilter.ts"
+import { lookupText } from "./textIndex.ts"
 
 export interface Narrowing {
   /** The text filter (`filter`), undefined or blank for none. */
@@ -92,16 +93,13 @@ export const expansionQuery = (catalog: Catalog, target: Target, narrowing: Narr
     if (whole.ok) {
       if (accept === undefined) return whole
       const flags = flagsTest(narrowing)
-      const matcher = textMatcher(narrowing.filter ?? "")
-      const texts = matcher === undefined
-        ? undefined
-        : cachedTexts(catalog, target.canonical, (entries) => entries.map((entry) => entryText(entry, conceptOf(catalog, entry))))
-      const entries: Array<Entry> = []
-      whole.entries.forEach((entry, i) => {
-        if (flags !== undefined && !flags(entry)) return
-        if (matcher !== undefined && !matcher(texts![i]!)) return
-        entries.push(entry)
-      })
+      const needles = filterWords(narrowing.filter ?? "")
+      let candidates: ReadonlyArray<Entry> = whole.entries
+      if (needles.length > 0) {
+        const index = cachedTextIndex(catalog, target.canonical, (entries) => entries.map((entry) => entryText(entry, conceptOf(catalog, entry))))
+        candidates = index === undefined ? [] : lookupText(index, needles).map((i) => whole.entries[i]!)
+      }
+      const entries = flags === undefined ? candidates : candidates.filter(flags)
       return { ...whole, entries }
     }
     if (!onlyTooCostly || !narrows(narrowing)) return whole

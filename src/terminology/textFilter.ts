@@ -20,9 +20,12 @@ export const searchText = (parts: ReadonlyArray<string | undefined>): string => 
   return out
 }
 
+/** The words of a filter, as `searchText` writes them. */
+export const filterWords = (filter: string): ReadonlyArray<string> => searchText([filter]).split(" ").filter((word) => word !== "")
+
 /** A test of a text made by `searchText`; undefined for a filter without words (it keeps everything). */
 export const textMatcher = (filter: string): ((text: string) => boolean) | undefined => {
-  const needles = searchText([filter]).split(" ").filter((word) => word !== "").map((word) => ` ${word}`)
+  const needles = filterWords(filter).map((word) => ` ${word}`)
   if (needles.length === 0) return undefined
   if (needles.length === 1) {
     const [needle] = needles as [string]
