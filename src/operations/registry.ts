@@ -69,7 +69,7 @@ export const invoke = (
     return module.run(call)
   }
   const named = operations.find((module) => module.name === at.name)
-  if (named?.types !== undefined && at.type !== undefined && !named.types.includes(at.type)) {
+  if (named?.types !== undefined && (at.type !== undefined ? !named.types.includes(at.type) : !plannedOperations.has(at.name))) {
     return Effect.fail(fail("not-found", `$${at.name} is defined on ${named.types.join(" and ")}, not on ${path}`))
   }
   return plannedOperations.has(at.name)

@@ -5,10 +5,11 @@
  * nesting, XML, the refusals (not-present code systems, too costly, unknown), access under scopes, and
  * search through the same terminology (`:in`, `:below`, uri `:below`).
  */
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { anonymous, type Authorized } from "../../src/http/Principal.ts"
 import { PrincipalResolution } from "../../src/http/FrontDoor.ts"
+import { operationsOn } from "../../src/operations/registry.ts"
 import { maxExpansionCodes } from "../../src/terminology/expansion.ts"
 import { type BackendKind, pgAvailable } from "../support/backends.ts"
 import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
@@ -82,6 +83,14 @@ const bigTerminology = (name: string, count: number) =>
     expect(set.status).toBe(201)
     return { valueSet, id: set.json.id as string }
   })
+
+it("the CapabilityStatement lists $expand and $expandability on ValueSet, each with its definition", () => {
+  expect(operationsOn("ValueSet")).toEqual(expect.arrayContaining([
+    { name: "expand", definition: "http://hl7.org/fhir/OperationDefinition/ValueSet-expand" },
+    { name: "expandability", definition: "urn:svc:OperationDefinition:ValueSet-expandability" }
+  ]))
+  expect(operationsOn("CodeSystem").map((operation) => operation.name)).not.toContain("expand")
+})
 
 for (const backend of backendsUnderTest) {
   describe.skipIf(skipRealPackages || backend.skip)(`$expand on ${backend.kind}`, () => {
@@ -267,6 +276,8 @@ for (const backend of backendsUnderTest) {
           const forced = yield* get(`ValueSet/$expand?url=${encounterCodes}&force-system-version=${actCode}|0.1`)
           expect([forced.status, forced.json.issue[0].diagnostics]).toEqual([422, expect.stringContaining(`version 0.1 of ${actCode} was asked for`)])
           expect((yield* get(`Patient/$expand?url=${encounterCodes}`)).status).toBe(404)
+          const system = yield* get(`$expand?url=${encounterCodes}`)
+          expect([system.status, system.json.issue[0].diagnostics]).toEqual([404, expect.stringContaining("$expand is defined on ValueSet")])
         }))
 
       it.effect("access: read on ValueSet is needed; a restricted grant sees only the value sets it allows; inline needs read only", () =>
