@@ -15,6 +15,7 @@ import {
   chainPaths, deepOffsetPaths, everythingPaths, familyPaths, hasPaths, includePaths, nextLinkPaths, pagedPaths, prepareSearch, tokenDatePaths,
   tokenPaths
 } from "./search.ts"
+import { terminologyWorkloads } from "./terminology.ts"
 
 /** The server a workload runs against, with the pool of Patient ids created on it beforehand. */
 export interface Target {
@@ -342,6 +343,8 @@ export const everything: Workload = {
 export const workloads: ReadonlyArray<Workload> = [
   create, readById, searchIdentifier, update, ingestOne, ingestFour, searchToken, searchTokenDate, searchString, searchPaged,
   searchNextLinks, searchDeepestPages, searchDeepOffset, searchChain, searchHas, searchInclude, everything,
+  // The terminology operations over a ValueSet they write (terminology.ts): nothing the searches read.
+  ...terminologyWorkloads,
   // Last: the resources it writes would change what the searches find.
   readsDuringIngest
 ]

@@ -15,6 +15,8 @@ import { documentModule } from "./document.ts"
 import { everythingModule } from "./everything.ts"
 import { installModule } from "./install.ts"
 import { layer as installsLayer } from "../packages/PackageInstalls.ts"
+import { expandModule } from "./expand.ts"
+import { expandabilityModule } from "./expandability.ts"
 import type { OperationCall, OperationModule } from "./Operation.ts"
 import { operationGranted } from "../auth/access/enforce.ts"
 import { metaModule } from "./meta.ts"
@@ -29,13 +31,12 @@ import { validateCodeModule } from "./validateCode.ts"
 /** Every operation served, in the order the CapabilityStatement lists them. */
 export const operations = [
   validateModule, everythingModule, metaModule, metaAddModule, metaDeleteModule, documentModule, installModule,
-  lookupModule, validateCodeModule, subsumesModule, translateModule
+  expandModule, expandabilityModule, lookupModule, validateCodeModule, subsumesModule, translateModule
 ] as const
 
 /** The operations of the interface that later versions serve: asked for today, a 501. */
 const plannedOperations: ReadonlySet<string> = new Set([
-  "everything", "export", "validate", "expand",
-  "expandability", "populate", "extract", "assemble", "next-question", "behavior", "graphql"
+  "everything", "export", "validate", "populate", "extract", "assemble", "next-question", "behavior", "graphql"
 ])
 
 /** Whether the module serves `level` on `type` (every type when it names none). */
