@@ -33,7 +33,7 @@ describe("the operations registry", () => {
     expect(operationsOn("Patient").map((operation) => operation.name)).not.toContain("install")
     const definitions = (type: string) => operationsOn(type).map((operation) => `${operation.name} ${operation.definition.replace("http://hl7.org/fhir/OperationDefinition/", "")}`)
     expect(definitions("CodeSystem")).toEqual(["validate Resource-validate", "meta Resource-meta", "meta-add Resource-meta-add", "meta-delete Resource-meta-delete", "lookup CodeSystem-lookup", "validate-code CodeSystem-validate-code", "subsumes CodeSystem-subsumes"])
-    expect(definitions("ValueSet")).toEqual(["validate Resource-validate", "meta Resource-meta", "meta-add Resource-meta-add", "meta-delete Resource-meta-delete", "validate-code ValueSet-validate-code"])
+    expect(definitions("ValueSet")).toEqual(["validate Resource-validate", "meta Resource-meta", "meta-add Resource-meta-add", "meta-delete Resource-meta-delete", "expand ValueSet-expand", "expandability urn:svc:OperationDefinition:ValueSet-expandability", "validate-code ValueSet-validate-code"])
     expect(definitions("ConceptMap")).toEqual(["validate Resource-validate", "meta Resource-meta", "meta-add Resource-meta-add", "meta-delete Resource-meta-delete", "translate ConceptMap-translate"])
   })
 
