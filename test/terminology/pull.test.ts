@@ -7,7 +7,7 @@
  * pull comes again, writes nothing for what did not change and updates what did; a failure after a success
  * keeps serving what was pulled, shows in `/healthz?verbose=1` and is retried after 1, then 2 minutes. On a
  * first start a source that cannot be pulled stops the start; once the database holds what it pulled, a source
- * that is down no longer does.
+ * that is down no longer does. A replica pulls nothing, and serves what its primary pulled.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, TestClock } from "effect"
@@ -323,6 +323,29 @@ for (const backend of backends.filter((b) => b.kind !== "memory")) {
         expect((yield* verbose(restarted)).terminology.sources).toEqual([
           expect.objectContaining({ url: source.base, attempts: 1, failures: 1, last_success_at: null, last_error: `GET ${source.base}/metadata answered 503` })
         ])
+      }), 120_000)
+
+    it.scoped.skipIf(backend.kind !== "postgres")("is the primary's alone: a replica pulls nothing and serves what the primary pulled", () =>
+      Effect.gen(function*() {
+        yield* TestClock.setTime(start)
+        const source = yield* startTerminologySource()
+        source.resources.set("CodeSystem", [colors(["red"])])
+        source.resources.set("ValueSet", [warm(["red"])])
+        const database = yield* freshDatabase(backend.kind, 2, yield* Effect.promise(() => templateFor(backend.kind, realPackageCache)))
+        const settings = { conformance: real, terminology: { urls: [source.base] } }
+        const primary = yield* startServerOn(database, settings)
+        const asked = source.requests.length
+        const replica = yield* startServerOn(database, { ...settings, cluster: { role: "replica", primary_url: primary.url } })
+        expect(source.requests.length).toBe(asked)
+        const health = yield* verbose(replica)
+        expect(health.role).toBe("replica")
+        expect(health).not.toHaveProperty("terminology")
+        expect(yield* one(replica, "CodeSystem", colorsUrl)).toMatchObject({ id: "colors", meta: { source: source.base } })
+        // The replica's catalog holds the pulled ValueSet: `:in` expands it (an unknown one is a 400).
+        const known = yield* call("GET", `${replica.base}/Observation?code:in=${encodeURIComponent(warmUrl)}`)
+        expect(known.status, known.text).toBe(200)
+        const unknown = yield* call("GET", `${replica.base}/Observation?code:in=${encodeURIComponent(`${warmUrl}-not-pulled`)}`)
+        expect(unknown.status).toBe(400)
       }), 120_000)
   })
 }
