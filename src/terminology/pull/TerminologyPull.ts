@@ -88,8 +88,13 @@ export const start = (
     const readiness = yield* Readiness
     const limits = options.limits ?? defaultReadLimits
 
-    const sources = options.urls.map((text) => {
+    // A URL named twice (with or without credentials) is one source.
+    const urls = new Map<string, URL>()
+    for (const text of options.urls) {
       const url = new URL(text)
+      if (!urls.has(withoutCredentials(url))) urls.set(withoutCredentials(url), url)
+    }
+    const sources = [...urls.values()].map((url) => {
       const authorization = basicAuthorization(url)
       const target: Target = { url, credentials: authorization === undefined ? undefined : { origin: url.origin, authorization } }
       const status: SourceStatus = {
