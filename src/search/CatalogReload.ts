@@ -5,7 +5,8 @@
  * arrive while a rebuild runs make one more); the other conformance resources (StructureDefinition,
  * OperationDefinition, CodeSystem, ValueSet, ConceptMap, CompartmentDefinition) once their writes pause for
  * `quiet`, or `longest` after the first at the latest, so that loading many of them rebuilds it a few times
- * rather than once per resource. `settled` waits for both.
+ * rather than once per resource. `settled` waits for both. `reachedNow` rebuilds at once, for a writer that
+ * needs what it wrote in the catalog before it goes on (the terminology pull).
  */
 import { Chunk, Clock, Context, Duration, Effect, Layer, Option, Queue, Stream, SubscriptionRef } from "effect"
 import { CatalogService } from "../catalog/CatalogService.ts"
@@ -154,14 +155,15 @@ export const make = (timing: ReloadTiming = defaultTiming) => Effect.gen(functio
     Effect.gen(function*() {
       yield* seenChanges.changes.pipe(Stream.filter((ts) => ts >= commitTs), Stream.runHead)
       if (yield* isHandled(commitTs)) return
-      yield* rebuilding.withPermits(1)(Effect.gen(function*() {
+      // Not given up half-way (a caller's timeout): the later rebuild is called off for what this one reads.
+      yield* rebuilding.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
         if (yield* isHandled(commitTs)) return
         // Every commit the follower has seen is read by this rebuild; the later one has nothing left of them.
         const upTo = seen
         pending = false
         yield* reload
         yield* SubscriptionRef.update(handled, (ts) => Math.max(ts, upTo))
-      }))
+      })))
     })
   return CatalogReload.of({ settled, reached, reachedNow })
 })
