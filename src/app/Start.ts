@@ -38,6 +38,7 @@ import * as SyncSockets from "../sync/SyncSockets.ts"
 import { LiveQueries } from "../sync/LiveQueries.ts"
 import { SyncTokens } from "../sync/SyncTokens.ts"
 import { generatedSecrets, SmartSecrets } from "../auth/SmartSecrets.ts"
+import * as TerminologyPull from "../terminology/pull/TerminologyPull.ts"
 
 export const edgeOptions = (config: AppConfig): EdgeOptions => ({
   role: config.cluster.role,
@@ -207,6 +208,13 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
     )
     rootHandlers["/sync"] = served(SyncSockets.handler, syncing)
     const app = routeByPrefix(fhir.pipe(Effect.provide(services)), rootHandlers)
+    // The terminology sources, pulled by the process that writes the database: at start, then on their schedule.
+    const terminology = replica || config.terminology.urls.length === 0 ? undefined : yield* TerminologyPull.start({
+      urls: config.terminology.urls,
+      refresh: Duration.minutes(config.terminology.refresh_minutes),
+      base: `${(config.server.public_url ?? listenUrl(address)).replace(/\/+$/, "")}${basePath}`,
+      maxBundleEntries: config.server.max_bundle_entries
+    }).pipe(Effect.provide(services), Scope.extend(databaseScope))
 
     // A full garbage collection when the server falls idle, so that memory an ingest grew goes back.
     const idle = { collections: 0, releases: 0 }
@@ -224,6 +232,7 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
         ...(replica ? { following: yield* followingDetails(db, feed) } : {}),
         catalog: { generation: current.generation, resource_types: current.resourceTypes.length },
         search_index: progressDetails(yield* backfill.progress),
+        ...(terminology === undefined ? {} : { terminology: yield* terminology }),
         ...(config.database.kind === "sqlite" ? { fast_path: { ...fastCounts } } : {}),
         memory: { rss_bytes: process.memoryUsage.rss(), heap_used_bytes: v8.getHeapStatistics().used_heap_size, idle_collections: idle.collections, native_releases: idle.releases }
       }

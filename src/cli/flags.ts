@@ -57,7 +57,7 @@ export const serveFlags: ReadonlyArray<FlagDef> = [
   { name: "oidc-client-id", value: "id", setting: "smart.oidc.client_id", meaning: "Client id at the OpenID Connect provider (its secret: SVC_OIDC_CLIENT_SECRET)." },
   { name: "smart-demo-login", setting: "smart.demo_login", meaning: "For testing only: a sign-in page that accepts any username and verifies nothing." },
   { name: "export-dir", value: "path", setting: "export.dir", meaning: "Directory for the NDJSON files of $export jobs." },
-  { name: "terminology", value: "url", repeatable: true, setting: "terminology.urls", meaning: "Pull code systems and value sets from this URL into the terminology index; repeat for more." },
+  { name: "terminology", value: "url", repeatable: true, setting: "terminology.urls", meaning: "Pull the CodeSystems, ValueSets and ConceptMaps of this URL (a FHIR server's base, a Bundle or an NDJSON file) into the database, at start and every terminology.refresh_minutes; repeat for more." },
   { name: "trace-engine", setting: "features.trace_engine", meaning: "Feature switch: the trace engine." },
   { name: "sdc-archiver", setting: "features.sdc_archiver", meaning: "Store QuestionnaireResponses without allowing a later read." },
   { name: "role", value: "primary|standby|replica", setting: "cluster.role", meaning: "Role of this process on a shared Postgres database (docs/cluster.md)." },

@@ -117,7 +117,9 @@ export const ExportSection = Schema.Struct({
 })
 
 export const TerminologySection = Schema.Struct({
-  urls: def(listOf(httpUrl, "a list of http(s) URLs"), [])
+  urls: def(listOf(httpUrl, "a list of http(s) URLs"), []),
+  // Minutes between two pulls of a URL (docs/terminology-pull.md); sooner after a failure.
+  refresh_minutes: def(int(1), 60)
 })
 
 export const FeaturesSection = Schema.Struct({

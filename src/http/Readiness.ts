@@ -23,6 +23,7 @@ export const Reasons = {
   installingPackages: "installing packages",
   buildingCatalog: "building the conformance catalog",
   indexing: "indexing resources for search",
+  pullingTerminology: "pulling terminology sources",
   databaseFailed: "database query failed",
   databaseTimeout: "database query took more than 2 seconds",
   stopping: "process is stopping",

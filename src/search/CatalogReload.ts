@@ -5,7 +5,8 @@
  * arrive while a rebuild runs make one more); the other conformance resources (StructureDefinition,
  * OperationDefinition, CodeSystem, ValueSet, ConceptMap, CompartmentDefinition) once their writes pause for
  * `quiet`, or `longest` after the first at the latest, so that loading many of them rebuilds it a few times
- * rather than once per resource. `settled` waits for both.
+ * rather than once per resource. `settled` waits for both. `reachedNow` rebuilds at once, for a writer that
+ * needs what it wrote in the catalog before it goes on (the terminology pull).
  */
 import { Chunk, Clock, Context, Duration, Effect, Layer, Option, Queue, Stream, SubscriptionRef } from "effect"
 import { CatalogService } from "../catalog/CatalogService.ts"
@@ -41,6 +42,11 @@ export class CatalogReload extends Context.Tag("svc/search/CatalogReload")<Catal
   readonly settled: Effect.Effect<void>
   /** Waits until the catalog holds every commit up to `commitTs` (a replica's `X-Svc-Min-Ts`). */
   readonly reached: (commitTs: number) => Effect.Effect<void>
+  /**
+   * As `reached`, rebuilding the catalog at once rather than after the pause in writes: for a writer of many
+   * conformance resources that needs them in the catalog before it goes on (the terminology pull).
+   */
+  readonly reachedNow: (commitTs: number) => Effect.Effect<void>
 }>() {}
 
 export const make = (timing: ReloadTiming = defaultTiming) => Effect.gen(function*() {
@@ -85,6 +91,7 @@ export const make = (timing: ReloadTiming = defaultTiming) => Effect.gen(functio
   const rebuild = rebuilding.withPermits(1)(reload)
   // The last commit seen, and whether one of them changed a conformance resource not yet in the catalog.
   let seen = yield* feed.published
+  const seenChanges = yield* SubscriptionRef.make(seen)
   let pending = false
   // A rebuild for them runs now: what the feed brings meanwhile is handled once it ends.
   let laterRunning = false
@@ -97,6 +104,7 @@ export const make = (timing: ReloadTiming = defaultTiming) => Effect.gen(functio
         const commits = Chunk.toArray(chunk).filter((event) => event._tag === "Committed")
         if (commits.length === 0) return
         seen = commits[commits.length - 1]!.commitTs
+        yield* SubscriptionRef.set(seenChanges, seen)
         const changes = commits.flatMap((event) => event.changes)
         const now = changes.filter((change) => reloadingTypes.has(change.type))
         const needed = now.length === 0 ? false : yield* Effect.exists(now, changesCatalog).pipe(
@@ -142,7 +150,22 @@ export const make = (timing: ReloadTiming = defaultTiming) => Effect.gen(functio
     yield* backfill.idle
   })
   const reached = (commitTs: number) => Effect.asVoid(handled.changes.pipe(Stream.filter((ts) => ts >= commitTs), Stream.runHead))
-  return CatalogReload.of({ settled, reached })
+  const isHandled = (commitTs: number) => Effect.map(SubscriptionRef.get(handled), (ts) => ts >= commitTs)
+  const reachedNow = (commitTs: number) =>
+    Effect.gen(function*() {
+      yield* seenChanges.changes.pipe(Stream.filter((ts) => ts >= commitTs), Stream.runHead)
+      if (yield* isHandled(commitTs)) return
+      // Not given up half-way (a caller's timeout): the later rebuild is called off for what this one reads.
+      yield* rebuilding.withPermits(1)(Effect.uninterruptible(Effect.gen(function*() {
+        if (yield* isHandled(commitTs)) return
+        // Every commit the follower has seen is read by this rebuild; the later one has nothing left of them.
+        const upTo = seen
+        pending = false
+        yield* reload
+        yield* SubscriptionRef.update(handled, (ts) => Math.max(ts, upTo))
+      })))
+    })
+  return CatalogReload.of({ settled, reached, reachedNow })
 })
 
 export const layer = (timing: ReloadTiming = defaultTiming) => Layer.scoped(CatalogReload, make(timing))

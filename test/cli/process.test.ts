@@ -1,6 +1,7 @@
 /** The `svc` command as a user runs it: flags, exit codes, messages, start-up and shutdown. */
 import Sqlite from "better-sqlite3"
 import { existsSync, writeFileSync } from "node:fs"
+import { createServer as createHttpServer } from "node:http"
 import { createServer } from "node:net"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
@@ -91,6 +92,61 @@ describe("svc on the command line", () => {
     expect(result.code).toBe(1)
     expect(result.stderr).toContain("--export-dir")
     expect(result.stderr).toContain("not available in this build")
+  })
+
+  it("takes --terminology, repeated: each URL is pulled at start and shown by /healthz?verbose=1 without its password", async () => {
+    const requests: Array<{ readonly path: string; readonly authorization: string | undefined }> = []
+    const files: Record<string, { readonly type: string; readonly body: string }> = {
+      "/terminology.json": {
+        type: "application/fhir+json",
+        body: JSON.stringify({ resourceType: "Bundle", type: "collection", entry: [{ resource: { resourceType: "Patient" } }, { resource: { resourceType: "CodeSystem", url: "http://example.org/cs", status: "active", content: "complete" } }] })
+      },
+      "/private/terminology.ndjson": { type: "application/fhir+ndjson", body: `${JSON.stringify({ resourceType: "ValueSet", url: "http://example.org/vs", status: "active" })}\n` }
+    }
+    const source = createHttpServer((request, response) => {
+      requests.push({ path: request.url ?? "", authorization: request.headers.authorization })
+      const file = files[request.url ?? ""]
+      response.writeHead(file === undefined ? 404 : 200, { "content-type": file?.type ?? "text/plain" })
+      response.end(file?.body ?? "not found")
+    })
+    await new Promise<void>((resolve) => source.listen(0, "127.0.0.1", resolve))
+    const port = (source.address() as { port: number }).port
+    try {
+      const server = await startSvc(["--memory", "--terminology", `http://127.0.0.1:${port}/terminology.json`, "--terminology", `http://reader:s3cret@127.0.0.1:${port}/private/terminology.ndjson`], { cwd: scratch() })
+      await server.logged("serving")
+      const health = await get(`${server.url}/healthz?verbose=1`)
+      // The fixture packages know no CodeSystem or ValueSet type: what is read is refused, and counted.
+      expect(health.body["terminology"]).toEqual({
+        refresh_minutes: 60,
+        sources: [
+          expect.objectContaining({ url: `http://127.0.0.1:${port}/terminology.json`, kind: "bundle", attempts: 1, last_error: null, last_pull: expect.objectContaining({ read: 1, created: 0, skipped: expect.objectContaining({ other_type: 1, refused: 1 }) }) }),
+          expect.objectContaining({ url: `http://127.0.0.1:${port}/private/terminology.ndjson`, kind: "ndjson", attempts: 1, last_error: null, last_pull: expect.objectContaining({ read: 1, skipped: expect.objectContaining({ refused: 1 }) }) })
+        ]
+      })
+      expect(requests.filter((r) => r.path.startsWith("/private/")).map((r) => r.authorization)).toEqual([
+        `Basic ${Buffer.from("reader:s3cret").toString("base64")}`,
+        `Basic ${Buffer.from("reader:s3cret").toString("base64")}`
+      ])
+      const finished = await server.stop("SIGTERM")
+      expect(finished.code).toBe(0)
+      expect(server.lines().some((line) => line.includes("terminology pull: resource refused"))).toBe(true)
+      expect(finished.stdout).not.toContain("s3cret")
+    } finally {
+      source.close()
+    }
+  })
+
+  it("does not start when a --terminology URL cannot be pulled on a first start: status 1, the URL without its password", async () => {
+    const blocker = createServer()
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve))
+    const port = (blocker.address() as { port: number }).port
+    await new Promise<void>((resolve) => blocker.close(() => resolve()))
+    const result = await runSvc(["--memory", "--terminology", `http://reader:s3cret@127.0.0.1:${port}/fhir`], { cwd: scratch() })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toBe(
+      `svc: terminology source http://127.0.0.1:${port}/fhir could not be pulled on a first start: GET http://127.0.0.1:${port}/fhir/metadata failed: connection refused\n`
+    )
+    expect(result.stdout).not.toContain("s3cret")
   })
 
   it("stops on a broken configuration file with a message naming the file and the setting", async () => {
