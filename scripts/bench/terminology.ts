@@ -1,6 +1,7 @@
 /**
  * The terminology workloads of the bench: `$expand` with a text filter over a ValueSet of 12,000 codes (a
- * CodeSystem and its ValueSet written over REST first, as a user would), and the place of `$validate-code`'s.
+ * CodeSystem and its ValueSet written over REST first, as a user would), and `$validate-code` of codes against
+ * that ValueSet.
  * They run in `npm run bench` on its server with the real R4 packages (suite.ts, `onSynthea`), and on their
  * own with `npm run bench:terminology` (terminologyRun.ts), which needs no Synthea data. See
  * docs/performance.md, "Terminology".
@@ -87,9 +88,45 @@ export const expandFiltered: LoadWorkload = {
   }
 }
 
-/**
- * The terminology workloads, in the order they run.
- * ---- $validate-code: its workload (a code checked against the same ValueSet, `GET
- * /fhir/ValueSet/$validate-code?url=...&system=...&code=...`) is to be added to this list, with its own goal. ----
- */
-export const terminologyWorkloads: ReadonlyArray<LoadWorkload> = [expandFiltered]
+/** Codes checked by `$validate-code`, in turn: members with and without their display, a wrong display, and codes that are not members. */
+const checks: ReadonlyArray<{ readonly code: string; readonly display?: string; readonly valid: boolean }> = [
+  { code: "F0", valid: true },
+  { code: "F117", display: findingDisplay(117), valid: true },
+  { code: "F5999", valid: true },
+  { code: "F11999", display: findingDisplay(11999), valid: true },
+  { code: "F42", display: "Not its display", valid: true },
+  { code: "F12000", valid: false },
+  { code: "X1", valid: false },
+  { code: "F7321", valid: true }
+]
+
+/** `$validate-code` of a code against the same ValueSet of 12,000 codes, codes in turn. */
+export const validateCode: LoadWorkload = {
+  name: "$validate-code",
+  description: `GET /fhir/ValueSet/$validate-code?url=<the ValueSet of ${expandCodes} codes>&system=...&code=...[&display=...], ` +
+    `${checks.length} codings in turn (members, a wrong display, non-members)`,
+  connections: 8,
+  onFloor: false,
+  onSynthea: true,
+  goals: { sqlite: { maxMedianMs: 10, maxP99Ms: 50 }, postgres: { maxMedianMs: 10, maxP99Ms: 50 } },
+  prepare: async (target) => {
+    const valueSet = await writeTerminology(target)
+    const system = "http://terminology.bench.test/CodeSystem/findings"
+    const paths = checks.map((check) =>
+      `/fhir/ValueSet/$validate-code?url=${encodeURIComponent(valueSet)}&system=${encodeURIComponent(system)}&code=${check.code}` +
+      (check.display === undefined ? "" : `&display=${encodeURIComponent(check.display)}`))
+    for (const [index, path] of paths.entries()) {
+      const response = await fetch(`${target.url}${path}`, { headers: { ...target.headers, accept: "application/fhir+json" } })
+      const text = await response.text()
+      const result = response.status === 200
+        ? (JSON.parse(text) as { parameter?: ReadonlyArray<{ name: string; valueBoolean?: boolean }> }).parameter?.find((p) => p.name === "result")?.valueBoolean
+        : undefined
+      if (result !== checks[index]!.valid) throw new Error(`GET ${path} answered ${response.status}, result ${String(result)}: ${text.slice(0, 300)}`)
+    }
+    const next = rotation(paths.length)
+    return [{ method: "GET", path: paths[0] ?? "", headers: { accept: "application/fhir+json" }, setupRequest: (request: autocannon.Request) => ({ ...request, path: paths[next()] ?? "" }) }]
+  }
+}
+
+/** The terminology workloads, in the order they run. */
+export const terminologyWorkloads: ReadonlyArray<LoadWorkload> = [expandFiltered, validateCode]
