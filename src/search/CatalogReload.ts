@@ -14,6 +14,7 @@ import { storedEntries } from "../catalog/stored.ts"
 import { Database } from "../db/Database.ts"
 import { type Change, ChangeFeed } from "../db/ChangeFeed.ts"
 import { Backfill } from "./Backfill.ts"
+import { sameJson } from "../json/sameJson.ts"
 
 /** The resource types whose changes rebuild the catalog at once. */
 const reloadingTypes: ReadonlySet<string> = new Set(["SearchParameter"])
@@ -173,17 +174,4 @@ export const layer = (timing: ReloadTiming = defaultTiming) => Layer.scoped(Cata
 const withoutServerFields = (resource: Readonly<Record<string, unknown>>): Record<string, unknown> => {
   const { id: _id, meta: _meta, text: _text, ...rest } = resource
   return rest
-}
-
-/** Deep equality of parsed JSON, whatever the order of object keys. */
-const sameJson = (a: unknown, b: unknown): boolean => {
-  if (a === b) return true
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false
-  if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((item, i) => sameJson(item, b[i]))
-  }
-  const left = a as Readonly<Record<string, unknown>>
-  const right = b as Readonly<Record<string, unknown>>
-  const keys = Object.keys(left)
-  return keys.length === Object.keys(right).length && keys.every((key) => key in right && sameJson(left[key], right[key]))
 }

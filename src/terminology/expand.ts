@@ -45,6 +45,59 @@ export const expandValueSet = (catalog: Catalog, url: string): Expansion => {
   return { codes: pairsOf(outcome.entries) }
 }
 
+/** The members of a value set, looked up by code: what `$validate-code` and binding validation ask. */
+export interface Members {
+  readonly codes: ReadonlyArray<Code>
+  /** Whether `system|code` is a member. */
+  readonly has: (system: string, code: string) => boolean
+  /** The systems in which `code` is a member; with `ignoreCase`, compared without regard to case. */
+  readonly systemsOf: (code: string, ignoreCase?: boolean) => ReadonlyArray<string>
+}
+
+const key = (system: string, code: string): string => `${system}\u0000${code}`
+
+// The lookups of each expansion's entries, made once per expansion kept.
+const memberLookups = new WeakMap<ReadonlyArray<Entry>, Members>()
+
+const membersOf = (entries: ReadonlyArray<Entry>): Members => {
+  const known = memberLookups.get(entries)
+  if (known !== undefined) return known
+  const codes = pairsOf(entries)
+  const pairSet = new Set<string>()
+  const byCode = new Map<string, Array<string>>()
+  const byLowerCode = new Map<string, Array<string>>()
+  const add = (map: Map<string, Array<string>>, code: string, system: string) => {
+    const list = map.get(code)
+    if (list === undefined) map.set(code, [system])
+    else if (!list.includes(system)) list.push(system)
+  }
+  for (const { system, code } of codes) {
+    pairSet.add(key(system, code))
+    add(byCode, code, system)
+    add(byLowerCode, code.toLowerCase(), system)
+  }
+  const members: Members = {
+    codes,
+    has: (system, code) => pairSet.has(key(system, code)),
+    systemsOf: (code, ignoreCase = false) => (ignoreCase ? byLowerCode.get(code.toLowerCase()) : byCode.get(code)) ?? []
+  }
+  memberLookups.set(entries, members)
+  return members
+}
+
+/**
+ * The members of the ValueSet at `url`, up to the expansion engine's own limit (`maxExpansionCodes`, as
+ * `$expand`), not search's: membership is looked up, never sent to the database as a list.
+ */
+export const valueSetMembers = (catalog: Catalog, url: string): Members | { readonly problem: string } => {
+  let outcome = cachedExpansion(catalog, url)
+  if (outcome === undefined && url.includes("|")) outcome = cachedExpansion(catalog, withoutVersion(url))
+  if (outcome === undefined) return { problem: `the ValueSet ${withoutVersion(url)} is not known to this server` }
+  if (outcome === "computing") return { problem: `the ValueSet ${withoutVersion(url)} includes itself` }
+  if (!outcome.ok) return { problem: outcome.problems.map((problem) => problem.message).join("; ") }
+  return membersOf(outcome.entries)
+}
+
 const systemProblem = (system: CodeSystemDef | undefined, url: string, what: string): string | undefined => {
   if (system === undefined) return `${what} needs the code system ${url}, which this server does not hold`
   if (system.content !== "complete" && system.content !== "fragment") {

@@ -16,7 +16,7 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import type { CodeSystemDef } from "../catalog/definitions.ts"
 import { displayProblem } from "../validation/terminology.ts"
 import { type Holding, holding, holdingOf, isAbstract, conceptStatus, displayIn, named } from "./concepts.ts"
-import { expandValueSet } from "./expand.ts"
+import { valueSetMembers } from "./expand.ts"
 import { type Parameters, parametersOf, value } from "./parameters.ts"
 
 export interface CodingInput {
@@ -179,7 +179,7 @@ const composedDisplay = (catalog: Catalog, valueSetUrl: string, system: string, 
 export const codingInValueSet = (catalog: Catalog, valueSetUrl: string, label: string, coding: CodingInput, options: ValidateOptions, path: string): CodingVerdict => {
   const given = withCode(coding, path)
   if (isVerdict(given)) return given
-  const expansion = expandValueSet(catalog, valueSetUrl)
+  const expansion = valueSetMembers(catalog, valueSetUrl)
   if ("problem" in expansion) {
     const system = given.system
     const held = system === undefined ? undefined : holding(catalog, system, given.version)
@@ -193,7 +193,7 @@ export const codingInValueSet = (catalog: Catalog, valueSetUrl: string, label: s
   const findings: Array<Finding> = []
   let system = given.system
   if (system === undefined) {
-    const systems = [...new Set(expansion.codes.filter((member) => member.code === given.code).map((member) => member.system))]
+    const systems = expansion.systemsOf(given.code)
     if (systems.length !== 1) {
       return {
         valid: false,
@@ -215,8 +215,7 @@ export const codingInValueSet = (catalog: Catalog, valueSetUrl: string, label: s
   const held = holding(catalog, system, given.version)
   const fromSystem = inCodeSystem(held, { ...given, system }, options, path)
   const caseInsensitive = held._tag === "held" && held.codeSystem.caseSensitive === false
-  const sameCode = (code: string) => code === given.code || (caseInsensitive && code.toLowerCase() === given.code.toLowerCase())
-  const member = expansion.codes.some((code) => code.system === system && sameCode(code.code))
+  const member = expansion.has(system, given.code) || (caseInsensitive && expansion.systemsOf(given.code, true).includes(system))
   if (!member) {
     return {
       valid: false,

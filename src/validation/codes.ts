@@ -8,7 +8,7 @@
  */
 import type { Catalog } from "../catalog/Catalog.ts"
 import { isObject } from "../catalog/json.ts"
-import { expandValueSet } from "../terminology/expand.ts"
+import { valueSetMembers } from "../terminology/expand.ts"
 import type { Binding } from "./compile.ts"
 
 /** The codes of a value set, or why they cannot be known here. */
@@ -17,7 +17,7 @@ export type Membership =
   | { readonly known: false; readonly problem: string }
 
 export const expandForBinding = (catalog: Catalog, valueSet: string): Membership => {
-  const expansion = expandValueSet(catalog, valueSet)
+  const expansion = valueSetMembers(catalog, valueSet)
   if ("problem" in expansion) return { known: false, problem: expansion.problem }
   const pairs = new Set<string>()
   const codes = new Set<string>()

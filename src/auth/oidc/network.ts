@@ -8,20 +8,10 @@ import { Duration } from "effect"
 import * as oidc from "openid-client"
 import { refused, UpstreamUnavailable } from "./errors.ts"
 import { isLoopbackHost } from "../../config/Setting.ts"
+import { networkFailure } from "../../http/networkFailure.ts"
 
 /** 127.0.0.0/8, ::1 and localhost: a provider on this machine (the same rule as a loopback bind). */
 export { isLoopbackHost }
-
-const networkCodes: Readonly<Record<string, string>> = {
-  ECONNREFUSED: "connection refused",
-  ENOTFOUND: "host not found",
-  EAI_AGAIN: "host not found",
-  ECONNRESET: "connection reset",
-  EHOSTUNREACH: "host unreachable",
-  ENETUNREACH: "network unreachable",
-  ETIMEDOUT: "connection timed out",
-  UND_ERR_CONNECT_TIMEOUT: "connection timed out"
-}
 
 /** Refused by the loopback guard: an http endpoint on another host, named by a loopback provider. */
 class InsecureEndpoint extends Error {}
@@ -40,8 +30,8 @@ export const networkReason = (error: unknown, timeout: Duration.Duration): strin
       const response = e.cause
       return response instanceof Response ? `answered HTTP ${response.status}` : "answered with an unexpected HTTP status"
     }
-    const code = typeof e === "object" && e !== null && "code" in e && typeof e.code === "string" ? e.code : undefined
-    if (code !== undefined && networkCodes[code] !== undefined) return networkCodes[code]
+    const known = networkFailure(e)
+    if (known !== undefined) return known
     if (e instanceof TypeError && e.message === "fetch failed") {
       const inner = causeOf(e)
       failedFetch = inner instanceof Error ? inner.message : "the request failed"

@@ -5,6 +5,7 @@
  * returns text and a status, never throws, and its reasons never hold a password.
  */
 import { Data, Duration, Effect } from "effect"
+import { networkFailure } from "../../http/networkFailure.ts"
 
 export interface HttpLimits {
   /** Connect plus the answer's status and headers. */
@@ -69,24 +70,12 @@ export interface Answer {
   readonly body: string
 }
 
-const networkCodes: Readonly<Record<string, string>> = {
-  ECONNREFUSED: "connection refused",
-  ENOTFOUND: "host not found",
-  EAI_AGAIN: "host not found",
-  ECONNRESET: "connection reset",
-  EHOSTUNREACH: "host unreachable",
-  ENETUNREACH: "network unreachable",
-  ETIMEDOUT: "connection timed out",
-  UND_ERR_CONNECT_TIMEOUT: "connection timed out",
-  UND_ERR_SOCKET: "connection closed"
-}
-
 /** The reason of a failed fetch: a known network code in words, else the messages down the causes. */
 const failureOf = (error: unknown): string => {
   const parts: Array<string> = []
   for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 4; depth++) {
-    const code = typeof e === "object" && "code" in e && typeof e.code === "string" ? e.code : undefined
-    if (code !== undefined && networkCodes[code] !== undefined) return networkCodes[code]
+    const known = networkFailure(e)
+    if (known !== undefined) return known
     if (e instanceof Error) parts.push(e.message)
     e = e instanceof Error ? e.cause : undefined
   }

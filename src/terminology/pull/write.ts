@@ -27,6 +27,7 @@ import { readCurrent } from "../../store/reads.ts"
 import type { ResourceStore, StoreError, WriteScope } from "../../store/ResourceStore.ts"
 import { findMatches } from "../../search/plan/query.ts"
 import { isValid } from "../../validation/Validator.ts"
+import { sameJson } from "../../json/sameJson.ts"
 
 /** What one attempt did with what it read; the counts `/healthz?verbose=1` shows. */
 export interface Tally {
@@ -110,19 +111,6 @@ const comparable = (resource: Record<string, unknown>): Record<string, unknown> 
   const given = isObject(meta) ? meta : {}
   const { versionId: _version, lastUpdated: _updated, source: _source, ...kept } = given
   return Object.keys(kept).length === 0 ? rest : { ...rest, meta: kept }
-}
-
-/** Deep equality of parsed JSON, whatever the order of object keys. */
-const sameJson = (a: unknown, b: unknown): boolean => {
-  if (a === b) return true
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false
-  if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((item, i) => sameJson(item, b[i]))
-  }
-  const left = a as Readonly<Record<string, unknown>>
-  const right = b as Readonly<Record<string, unknown>>
-  const keys = Object.keys(left)
-  return keys.length === Object.keys(right).length && keys.every((key) => Object.hasOwn(right, key) && sameJson(left[key], right[key]))
 }
 
 /**
