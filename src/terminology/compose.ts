@@ -5,7 +5,7 @@
  */
 import type { ValueSetFilter } from "../catalog/definitions.ts"
 import { bool, type Json, object, objects, str, strings } from "../catalog/json.ts"
-import { designationsOf } from "./conceptProperties.ts"
+import { designationsOf } from "./concepts.ts"
 
 export interface ComposeConcept {
   readonly code: string

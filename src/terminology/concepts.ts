@@ -1,11 +1,14 @@
 /**
- * What a code system's concept says of itself (https://hl7.org/fhir/R4/codesystem.html#defined-props):
- * its status, whether it is abstract, its displays and designations; and how the server holds a code
- * system named by url and version. Shared by validation and the terminology operations.
+ * What a code system's concept says of itself (https://hl7.org/fhir/R4/codesystem.html#defined-props,
+ * https://hl7.org/fhir/R4/codesystem-concept-properties.html): its property values, its status, whether it is
+ * abstract (not for use: `notSelectable`, or `abstract`, true) or inactive (`inactive` true, or a `status` of
+ * `retired` or `inactive`; a `deprecated` concept stays active, as R4 says: it may still be used), its displays
+ * and designations, its hierarchy; and how the server holds a code system named by url and version. Shared by
+ * validation, the expansion engine and the terminology operations.
  */
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { CodeSystemDef, ConceptDef } from "../catalog/definitions.ts"
-import { isObject, type Json } from "../catalog/json.ts"
+import { isObject, type Json, objects, str } from "../catalog/json.ts"
 
 /** What a code system says of a concept's status: inactive (or retired), deprecated, or nothing. */
 export const conceptStatus = (concept: ConceptDef): "inactive" | "retired" | "deprecated" | undefined => {
@@ -24,19 +27,6 @@ export const conceptStatus = (concept: ConceptDef): "inactive" | "retired" | "de
   return undefined
 }
 
-/** Whether the concept is inactive: `inactive` true, or a status of inactive or retired. */
-export const isInactive = (concept: ConceptDef): boolean => {
-  const status = conceptStatus(concept)
-  return status === "inactive" || status === "retired"
-}
-
-/** Whether the concept is abstract: `notSelectable` (or `abstract`, as some code systems name it) true. */
-export const isAbstract = (concept: ConceptDef): boolean => {
-  const properties = concept.json["property"]
-  return Array.isArray(properties) && properties.some((property) =>
-    isObject(property) && (property["code"] === "notSelectable" || property["code"] === "abstract") && property["valueBoolean"] === true)
-}
-
 export interface Designation {
   readonly value: string
   readonly language: string | undefined
@@ -44,7 +34,7 @@ export interface Designation {
 }
 
 /** The concept's designations as written. */
-export const designationsOf = (concept: ConceptDef): ReadonlyArray<Designation> => {
+export const designations = (concept: ConceptDef): ReadonlyArray<Designation> => {
   const designations = concept.json["designation"]
   if (!Array.isArray(designations)) return []
   return designations.flatMap((designation): ReadonlyArray<Designation> =>
@@ -60,7 +50,7 @@ export const designationsOf = (concept: ConceptDef): ReadonlyArray<Designation> 
 /** The displays a concept accepts: its display and every designation, in any language. */
 export const displaysOf = (concept: ConceptDef): ReadonlyArray<{ readonly value: string; readonly language: string | undefined }> => [
   ...(concept.display === undefined ? [] : [{ value: concept.display, language: undefined }]),
-  ...designationsOf(concept).map((designation) => ({ value: designation.value, language: designation.language }))
+  ...designations(concept).map((designation) => ({ value: designation.value, language: designation.language }))
 ]
 
 const primary = (language: string): string => language.split("-")[0]!.toLowerCase()
@@ -71,9 +61,9 @@ const primary = (language: string): string => language.split("-")[0]!.toLowerCas
  */
 export const displayIn = (concept: ConceptDef, language: string | undefined): string | undefined => {
   if (language !== undefined) {
-    const designations = designationsOf(concept).filter((designation) => designation.language !== undefined)
-    const exact = designations.find((designation) => designation.language!.toLowerCase() === language.toLowerCase())
-    const near = exact ?? designations.find((designation) => primary(designation.language!) === primary(language))
+    const withLanguage = designations(concept).filter((designation) => designation.language !== undefined)
+    const exact = withLanguage.find((designation) => designation.language!.toLowerCase() === language.toLowerCase())
+    const near = exact ?? withLanguage.find((designation) => primary(designation.language!) === primary(language))
     if (near !== undefined) return near.value
   }
   return concept.display
@@ -125,3 +115,68 @@ export const holding = (catalog: Catalog, system: string, version: string | unde
 /** `url` or `url|version` of a code system, as messages name it. */
 export const named = (codeSystem: CodeSystemDef): string =>
   codeSystem.version === undefined ? codeSystem.url : `${codeSystem.url}|${codeSystem.version}`
+
+const valueKeys = ["valueCode", "valueString", "valueBoolean", "valueInteger", "valueDecimal", "valueDateTime"] as const
+
+/** The values of one property of a concept, as text (a Coding by its code). */
+export const propertyValues = (concept: ConceptDef, property: string): ReadonlyArray<string> => {
+  switch (property) {
+    case "parent":
+      return concept.parents
+    case "child":
+      return concept.children
+    case "display":
+      return concept.display === undefined ? [] : [concept.display]
+    case "inactive":
+      if (!objects(concept.json, "property").some((item) => str(item, "code") === "inactive")) return [String(isInactive(concept.json))]
+      break
+  }
+  const out: Array<string> = []
+  for (const item of objects(concept.json, "property")) {
+    if (str(item, "code") !== property) continue
+    const value = valueOf(item)
+    if (value !== undefined) out.push(value)
+  }
+  return out
+}
+
+const valueOf = (item: Json): string | undefined => {
+  for (const key of valueKeys) {
+    const value = item[key]
+    if (value !== undefined && value !== null && typeof value !== "object") return String(value)
+  }
+  const coding = item["valueCoding"]
+  return isObject(coding) && typeof coding["code"] === "string" ? coding["code"] : undefined
+}
+
+const booleanProperty = (json: Json, name: string): boolean =>
+  objects(json, "property").some((item) => str(item, "code") === name && (item["valueBoolean"] === true || item["valueString"] === "true" || item["valueCode"] === "true"))
+
+/** Not for use in data: only a grouper of the codes below it. */
+export const isAbstract = (json: Json): boolean => booleanProperty(json, "notSelectable") || booleanProperty(json, "abstract")
+
+const inactiveStatuses: ReadonlySet<string> = new Set(["retired", "inactive"])
+
+/** No longer active (R4: "not a valid concept any more"). */
+export const isInactive = (json: Json): boolean =>
+  booleanProperty(json, "inactive") ||
+  objects(json, "property").some((item) => str(item, "code") === "status" && inactiveStatuses.has(String(item["valueCode"] ?? item["valueString"] ?? "")))
+
+/** The designations of a concept or of a value set's concept, each with a `value`. */
+export const designationsOf = (json: Json): ReadonlyArray<Json> => objects(json, "designation").filter((d) => typeof d["value"] === "string")
+
+/** A code and every code below it (`down`) or above it (`up`) in a CodeSystem's hierarchy. */
+export const closure = (system: CodeSystemDef, code: string, direction: "down" | "up"): ReadonlySet<string> => {
+  const seen = new Set<string>()
+  const start = system.concept(code)
+  if (start === undefined) return seen
+  const queue = [start.code]
+  while (queue.length > 0) {
+    const next = queue.pop()!
+    if (seen.has(next)) continue
+    seen.add(next)
+    const concept = system.concept(next)
+    if (concept !== undefined) queue.push(...(direction === "down" ? concept.children : concept.parents))
+  }
+  return seen
+}

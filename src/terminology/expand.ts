@@ -6,7 +6,7 @@
  */
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { CodeSystemDef } from "../catalog/definitions.ts"
-import { closure } from "./conceptProperties.ts"
+import { closure } from "./concepts.ts"
 import { cachedExpansion, type Entry } from "./expansion.ts"
 
 export interface Code {

@@ -9,7 +9,7 @@
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { ConceptDef } from "../catalog/definitions.ts"
 import { type Json, str } from "../catalog/json.ts"
-import { designationsOf } from "./conceptProperties.ts"
+import { designationsOf } from "./concepts.ts"
 import {
   type Accept,
   cachedExpansion,

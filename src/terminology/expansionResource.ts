@@ -9,7 +9,7 @@
  */
 import type { Catalog } from "../catalog/Catalog.ts"
 import { type Json, str } from "../catalog/json.ts"
-import { designationsOf } from "./conceptProperties.ts"
+import { designationsOf } from "./concepts.ts"
 import { codeSystemOf, conceptOf, type Entry, type UsedSystem } from "./expansion.ts"
 
 /** `designation`: a language (`urn:ietf:bcp:47|de`, or a bare code) or a use (`system|code`). */

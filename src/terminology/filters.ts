@@ -7,7 +7,7 @@
  * from the concept): `=`, `in`, `not-in`, `regex`, `exists`. Anything else is unsupported, and said so.
  */
 import type { CodeSystemDef, ConceptDef, ValueSetFilter } from "../catalog/definitions.ts"
-import { closure, propertyValues } from "./conceptProperties.ts"
+import { closure, propertyValues } from "./concepts.ts"
 import { filterRegex, matchesWhole } from "./filterRegex.ts"
 
 export type FilterResult =

@@ -8,7 +8,7 @@
  */
 import type { CodeSystemDef, ConceptDef } from "../catalog/definitions.ts"
 import { isObject } from "../catalog/json.ts"
-import { designationsOf, displayIn, isInactive } from "./concepts.ts"
+import { designations, displayIn, isInactive } from "./concepts.ts"
 import { type Parameter, type Parameters, parametersOf, parts, value } from "./parameters.ts"
 
 export interface LookupOptions {
@@ -49,7 +49,7 @@ export const lookupAnswer = (codeSystem: CodeSystemDef, concept: ConceptDef, opt
     ...(codeSystem.version === undefined ? [] : [value("version", "String", codeSystem.version)]),
     value("display", "String", displayIn(concept, options.displayLanguage) ?? concept.code)
   ]
-  for (const designation of designationsOf(concept)) {
+  for (const designation of designations(concept)) {
     if (!wants("designation") && !(designation.language !== undefined && asked.has(`lang.${designation.language}`))) continue
     out.push(parts("designation", [
       ...(designation.language === undefined ? [] : [value("language", "Code", designation.language)]),
@@ -60,7 +60,7 @@ export const lookupAnswer = (codeSystem: CodeSystemDef, concept: ConceptDef, opt
   const describe = (code: string) => codeSystem.concept(code)?.display
   if (wants("parent")) for (const parent of concept.parents) out.push(property("parent", "valueCode", parent, describe(parent)))
   if (wants("child")) for (const child of concept.children) out.push(property("child", "valueCode", child, describe(child)))
-  if (wants("inactive")) out.push(property("inactive", "valueBoolean", isInactive(concept)))
+  if (wants("inactive")) out.push(property("inactive", "valueBoolean", isInactive(concept.json)))
   if (wants("definition") && concept.definition !== undefined) out.push(property("definition", "valueString", concept.definition))
   for (const own of ownProperties(codeSystem, concept)) if (wants(own.code)) out.push(own.parameter)
   return parametersOf(out)

@@ -111,7 +111,7 @@ const inCodeSystem = (held: Holding, coding: CodingInput & { readonly system: st
   if (concept.code !== code) {
     findings.push({ severity: "information", code: "business-rule", expression: `${path}.code`, text: `The code '${code}' differs from the correct code '${concept.code}' by case` })
   }
-  if (isAbstract(concept) && !options.abstractAllowed) {
+  if (isAbstract(concept.json) && !options.abstractAllowed) {
     valid = false
     findings.push({
       severity: "error",
