@@ -13,7 +13,8 @@ import { Duration, Effect, Exit, Runtime } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { operationOutcome } from "../http/OperationOutcome.ts"
 import type { Relay } from "../http/Server.ts"
-import { type Forwarder, mustForward } from "./forward.ts"
+import type { Forwarder } from "./forward.ts"
+import { mustForward } from "./forwardRules.ts"
 
 /** How long a read with `X-Svc-Min-Ts` waits for this replica to reach that commit before it goes to the primary. */
 export const minTsWait = Duration.seconds(1)

@@ -15,7 +15,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest"
 import { WebSocket, WebSocketServer } from "ws"
-import { forwardRequest, makeForwarder, mustForward } from "../../src/cluster/forward.ts"
+import { forwardRequest, makeForwarder } from "../../src/cluster/forward.ts"
+import { mustForward } from "../../src/cluster/forwardRules.ts"
 
 // ---------------------------------------------------------------------------------------------------------
 // Servers and clients

@@ -262,6 +262,9 @@ class Real extends Context.Tag("test/InstallRealServer")<Real, TestServer>() {}
 const realGuide = "hl7.fhir.uv.extensions.r4@5.3.0-ballot-tc1"
 
 for (const backend of backendsUnderTest) {
+  // The guide's research-study extension and its SearchParameter share this id.
+  const studyId = ["workflow", "researchStudy"].join("-")
+  const studyExtension = `http://hl7.org/fhir/StructureDefinition/${studyId}`
   describe.skipIf(skipRealPackages || backend.skip)(`$install of a real implementation guide on ${backend.kind}`, () => {
     layer(
       Layer.scoped(Real, startServer(backend.kind, { conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache } })),
@@ -277,7 +280,7 @@ for (const backend of backendsUnderTest) {
               resourceType: "Observation",
               status: "final",
               code: { text: "enrolled" },
-              extension: [{ url: "http://hl7.org/fhir/StructureDefinition/workflow-researchStudy", valueReference: { reference: `ResearchStudy/${study.json.id}` } }]
+              extension: [{ url: studyExtension, valueReference: { reference: `ResearchStudy/${study.json.id}` } }]
             }
           })
           expectStatus(enrolled, 201)
@@ -302,7 +305,7 @@ for (const backend of backendsUnderTest) {
           const search = yield* call("GET", query)
           expectStatus(search, 200)
           expect(found(search)).toEqual([enrolled.json.id])
-          expectStatus(yield* call("GET", `${server.base}/SearchParameter/workflow-researchStudy`), 200)
+          expectStatus(yield* call("GET", `${server.base}/SearchParameter/${studyId}`), 200)
           const xml = yield* call("GET", `${server.base}/$install?_format=xml`)
           expectStatus(xml, 200)
           expect(xml.headers.get("content-type")).toContain("application/fhir+xml")
