@@ -65,6 +65,12 @@ const writeTerminology = async (target: Target): Promise<string> => {
   }
 }
 
+/** GETs of `paths`, one after the other in turn. */
+const inTurn = (paths: ReadonlyArray<string>): Array<autocannon.Request> => {
+  const next = rotation(paths.length)
+  return [{ method: "GET", path: paths[0] ?? "", headers: { accept: "application/fhir+json" }, setupRequest: (request: autocannon.Request) => ({ ...request, path: paths[next()] ?? "" }) }]
+}
+
 /** `$expand` with a text filter over the 12,000 codes, the first page of 20, filters in turn. */
 export const expandFiltered: LoadWorkload = {
   name: "$expand filter",
@@ -83,8 +89,7 @@ export const expandFiltered: LoadWorkload = {
       const total = response.status === 200 ? (JSON.parse(text) as { expansion?: { total?: number } }).expansion?.total ?? 0 : 0
       if (total === 0) throw new Error(`GET ${path} answered ${response.status} with no code: ${text.slice(0, 300)}`)
     }
-    const next = rotation(paths.length)
-    return [{ method: "GET", path: paths[0] ?? "", headers: { accept: "application/fhir+json" }, setupRequest: (request: autocannon.Request) => ({ ...request, path: paths[next()] ?? "" }) }]
+    return inTurn(paths)
   }
 }
 
@@ -123,8 +128,7 @@ export const validateCode: LoadWorkload = {
         : undefined
       if (result !== checks[index]!.valid) throw new Error(`GET ${path} answered ${response.status}, result ${String(result)}: ${text.slice(0, 300)}`)
     }
-    const next = rotation(paths.length)
-    return [{ method: "GET", path: paths[0] ?? "", headers: { accept: "application/fhir+json" }, setupRequest: (request: autocannon.Request) => ({ ...request, path: paths[next()] ?? "" }) }]
+    return inTurn(paths)
   }
 }
 
