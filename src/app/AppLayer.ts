@@ -35,6 +35,7 @@ import * as Os from "node:os"
 import { awaitConformance, indexForSearch, prepareConformance } from "./Conformance.ts"
 import { GovernanceSettings, layer as governanceLayer, settingsOf as governanceSettingsOf } from "../governance/Governance.ts"
 import { AuditKey, commitHookLayer, noAuditKey } from "../governance/audit/AuditTrail.ts"
+import { ExportSettings, layer as exportsLayer, replicaLayer as replicaExports } from "../export/Exports.ts"
 
 /** `database.*` and `cluster.db_pool`: what the database is and how it is opened. */
 export class DatabaseSettings extends Context.Tag("svc/app/DatabaseSettings")<DatabaseSettings, DatabaseOptions>() {}
@@ -63,10 +64,33 @@ export const databaseOptions = (config: AppConfig): DatabaseOptions => ({
   idleInTransactionMs: config.cluster.lease_seconds * 1000
 })
 
+/** `export.*`, and where the files go by default (src/export/Exports.ts). */
+export const exportOptions = (config: AppConfig): ExportSettings["Type"] => ({
+  dir: config.export.dir,
+  maxFileBytes: config.export.max_file_bytes,
+  kind: config.database.kind,
+  sqlitePath: config.database.sqlite_path,
+  databaseName: config.database.postgres_url === undefined || !URL.canParse(config.database.postgres_url)
+    ? undefined
+    : decodeURIComponent(new URL(config.database.postgres_url).pathname.slice(1)) || undefined,
+  works: config.cluster.role !== "replica"
+})
+
+/**
+ * The export service of a process that writes: its jobs worked on under this process's writer lease (its holder
+ * and epoch on Postgres).
+ */
+const exportsOfWriter = Layer.unwrapEffect(Effect.gen(function*() {
+  const settings = yield* ExportSettings
+  const held = yield* Effect.serviceOption(HeldWriterLease)
+  const lease = held._tag === "Some" ? { holder: held.value.holder, epoch: held.value.epoch } : undefined
+  return Layer.provide(exportsLayer, Layer.succeed(ExportSettings, { ...settings, works: true, lease }))
+}))
+
 /** The sections of `config` the graph reads, and the package fetcher its `conformance.*` settings make. */
 export const configLayer = (
   config: AppConfig
-): Layer.Layer<DatabaseSettings | ClusterSettings | ConformanceSettings | StoreSettings | RestSettings | GovernanceSettings | PackageFetcher> =>
+): Layer.Layer<DatabaseSettings | ClusterSettings | ConformanceSettings | StoreSettings | RestSettings | GovernanceSettings | ExportSettings | PackageFetcher> =>
   Layer.mergeAll(
     Layer.succeed(DatabaseSettings, databaseOptions(config)),
     Layer.succeed(ClusterSettings, { role: config.cluster.role, leaseSeconds: config.cluster.lease_seconds }),
@@ -82,6 +106,7 @@ export const configLayer = (
     }),
     Layer.succeed(RestSettings, { publicUrl: config.server.public_url }),
     Layer.succeed(GovernanceSettings, governanceSettingsOf(config)),
+    Layer.succeed(ExportSettings, exportOptions(config)),
     fetcherLayer(optionsFromConfig(config.conformance))
   )
 
@@ -160,7 +185,7 @@ const writerGraph = (role: string) => {
   // After the first indexing, so that the statistics' first refresh sees the index it plans searches over.
   const following = Layer.provideMerge(Layer.merge(statisticsLayer(), catalogReloadLayer()), indexing)
   // Governance (metering, the request log, audit, limits) is installed on the front door once these are built.
-  return Layer.provideMerge(Layer.merge(operationsLayer, governanceLayer), following)
+  return Layer.provideMerge(Layer.merge(operationsLayer, governanceLayer), Layer.provideMerge(exportsOfWriter, following))
 }
 
 /** A replica polls the database's change log this often (docs/cluster.md). */
@@ -230,7 +255,7 @@ const replicaGraph = () => {
   const catalogued = Layer.provideMerge(awaitedCatalog, store)
   const indexing = Layer.provideMerge(Layer.merge(backfillFollower, followingRequired), catalogued)
   const following = Layer.provideMerge(Layer.merge(statisticsLayer(), catalogReloadLayer()), indexing)
-  return Layer.provideMerge(Layer.merge(operationsLayer, governanceLayer), following)
+  return Layer.provideMerge(Layer.merge(operationsLayer, governanceLayer), Layer.provideMerge(replicaExports, following))
 }
 
 /**
@@ -256,6 +281,6 @@ export const appLayerOf = <O extends AppInput = never, E = never>(config: AppCon
 }
 
 /** What the graph is built from besides the readiness reporter: any of these a test may give its own. */
-export type AppInput = DatabaseSettings | ClusterSettings | HeldWriterLease | ConformanceSettings | StoreSettings | RestSettings | GovernanceSettings | PackageFetcher | WriterLease | AuditKey
+export type AppInput = DatabaseSettings | ClusterSettings | HeldWriterLease | ConformanceSettings | StoreSettings | RestSettings | GovernanceSettings | ExportSettings | PackageFetcher | WriterLease | AuditKey
 
 export type { Database }

@@ -39,6 +39,7 @@ import { LiveQueries } from "../sync/LiveQueries.ts"
 import { SyncTokens } from "../sync/SyncTokens.ts"
 import { generatedSecrets, SmartSecrets } from "../auth/SmartSecrets.ts"
 import * as TerminologyPull from "../terminology/pull/TerminologyPull.ts"
+import { exportRoutes } from "../export/routes.ts"
 
 export const edgeOptions = (config: AppConfig): EdgeOptions => ({
   role: config.cluster.role,
@@ -169,6 +170,11 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
     const governance = Context.get(services, Governance)
     door.install(governance)
     let rootHandlers: Record<string, RootRoutes.RootHandler> = { ...governance.routes }
+    // The export job endpoints (docs/export.md); a replica forwards them to the primary before they reach here.
+    const exportRoot = (config.server.public_url ?? listenUrl(address)).replace(/\/+$/, "")
+    for (const [path, handler] of Object.entries(exportRoutes({ smart: config.smart.enabled, root: exportRoot }))) {
+      rootHandlers[path] = served(handler, services)
+    }
     let syncTokens: SyncTokens["Type"] | undefined
     if (config.smart.enabled) {
       const secrets = Option.getOrElse(yield* Effect.serviceOption(SmartSecrets), generatedSecrets)

@@ -56,7 +56,7 @@ export const serveFlags: ReadonlyArray<FlagDef> = [
   { name: "oidc-issuer", value: "url", setting: "smart.oidc.issuer", meaning: "OpenID Connect provider users sign in with." },
   { name: "oidc-client-id", value: "id", setting: "smart.oidc.client_id", meaning: "Client id at the OpenID Connect provider (its secret: SVC_OIDC_CLIENT_SECRET)." },
   { name: "smart-demo-login", setting: "smart.demo_login", meaning: "For testing only: a sign-in page that accepts any username and verifies nothing." },
-  { name: "export-dir", value: "path", setting: "export.dir", meaning: "Directory for the NDJSON files of $export jobs." },
+  { name: "export-dir", value: "path", setting: "export.dir", meaning: "Directory for the NDJSON files of $export jobs; servers that serve /export share it.", defaultText: "./export beside the SQLite file; a temporary directory with --memory or Postgres" },
   { name: "terminology", value: "url", repeatable: true, setting: "terminology.urls", meaning: "Pull the CodeSystems, ValueSets and ConceptMaps of this URL (a FHIR server's base, a Bundle or an NDJSON file) into the database, at start and every terminology.refresh_minutes; repeat for more." },
   { name: "trace-engine", setting: "features.trace_engine", meaning: "Feature switch: the trace engine." },
   { name: "sdc-archiver", setting: "features.sdc_archiver", meaning: "Store QuestionnaireResponses without allowing a later read." },

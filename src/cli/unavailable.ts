@@ -16,7 +16,6 @@ interface Row {
 }
 
 const rows: ReadonlyArray<Row> = [
-  { flags: ["--export-dir"], setting: "export.dir", what: "$export", on: (c) => c.export.dir !== undefined },
   { flags: ["--trace-engine"], setting: "features.trace_engine", what: "the trace engine", on: (c) => c.features.trace_engine },
   { flags: ["--sdc-archiver"], setting: "features.sdc_archiver", what: "the SDC archiver", on: (c) => c.features.sdc_archiver }
 ]

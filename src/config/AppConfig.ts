@@ -113,7 +113,9 @@ export const SmartSection = Schema.Struct({
 })
 
 export const ExportSection = Schema.Struct({
-  dir: opt(text)
+  dir: opt(text),
+  // A type's output is split into NDJSON files of at most this many bytes (docs/export.md).
+  max_file_bytes: def(int(1024), 268_435_456)
 })
 
 export const TerminologySection = Schema.Struct({

@@ -13,6 +13,7 @@ import type { FhirRequest } from "../rest/FhirRequest.ts"
 import { type OperationAt, Operations } from "../rest/Operations.ts"
 import { documentModule } from "./document.ts"
 import { everythingModule } from "./everything.ts"
+import { exportModule } from "./export.ts"
 import { installModule } from "./install.ts"
 import { layer as installsLayer } from "../packages/PackageInstalls.ts"
 import { expandModule } from "./expand.ts"
@@ -30,13 +31,13 @@ import { validateCodeModule } from "./validateCode.ts"
 
 /** Every operation served, in the order the CapabilityStatement lists them. */
 export const operations = [
-  validateModule, everythingModule, metaModule, metaAddModule, metaDeleteModule, documentModule, installModule,
+  validateModule, everythingModule, exportModule, metaModule, metaAddModule, metaDeleteModule, documentModule, installModule,
   expandModule, expandabilityModule, lookupModule, validateCodeModule, subsumesModule, translateModule
 ] as const
 
 /** The operations of the interface that later versions serve: asked for today, a 501. */
 const plannedOperations: ReadonlySet<string> = new Set([
-  "everything", "export", "validate", "populate", "extract", "assemble", "next-question", "behavior", "graphql"
+  "everything", "validate", "populate", "extract", "assemble", "next-question", "behavior", "graphql"
 ])
 
 /** Whether the module serves `level` on `type` (every type when it names none). */

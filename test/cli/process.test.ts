@@ -88,9 +88,9 @@ describe("svc on the command line", () => {
   })
 
   it("refuses a flag whose capability is not built yet, naming it", async () => {
-    const result = await runSvc(["--memory", "--export-dir", "exports"], { cwd: scratch() })
+    const result = await runSvc(["--memory", "--trace-engine"], { cwd: scratch() })
     expect(result.code).toBe(1)
-    expect(result.stderr).toContain("--export-dir")
+    expect(result.stderr).toContain("--trace-engine")
     expect(result.stderr).toContain("not available in this build")
   })
 
