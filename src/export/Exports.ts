@@ -4,7 +4,7 @@
  * Where the files go is `export.dir`, or a default by storage (below). A replica runs no worker: its kick-offs
  * and `/export` requests go to the primary (src/cluster/forwardRules.ts).
  */
-import { Cause, Context, Duration, Effect, Fiber, Layer, Queue, Schedule, type Scope } from "effect"
+import { Cause, Context, Duration, Effect, Fiber, Layer, PubSub, Queue, Schedule, type Scope } from "effect"
 import { randomBytes, randomUUID } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -64,6 +64,11 @@ export class Exports extends Context.Tag("svc/export/Exports")<Exports, {
   readonly job: (id: string) => Effect.Effect<Job | undefined, SqlError>
   /** Cancels or discards the job and removes its files; false when there was none to cancel. */
   readonly cancel: (id: string) => Effect.Effect<boolean, SqlError | LeaseLost>
+  /**
+   * Waits at most `wait` for the job to end (completed, failed or cancelled) when it is queued or running on this
+   * server: a status request with `Prefer: wait=N` (docs/export.md, "Status").
+   */
+  readonly awaitEnd: (id: string, wait: Duration.Duration) => Effect.Effect<void>
   /** The directory the jobs' files are in. */
   readonly dir: string
 }>() {}
@@ -90,7 +95,8 @@ const work = (
   catalog: CatalogService["Type"],
   dir: string,
   options: ExportOptions,
-  wake: Queue.Queue<void>
+  wake: Queue.Queue<void>,
+  ended: PubSub.PubSub<string>
 ) => {
   const worker: WorkerId = options.lease === undefined
     ? { holder: `${process.pid}:${randomBytes(4).toString("hex")}`, epoch: 0, exclusive: true }
@@ -115,6 +121,7 @@ const work = (
         )
       )
       if (end === "completed") yield* Effect.logInfo("export job completed", { job: job.id })
+      yield* PubSub.publish(ended, job.id)
       if (end === "stopped") {
         const now = yield* Effect.orElseSucceed(readJob(db.writer, job.id), () => undefined)
         if (now?.state === "cancelled") yield* removeJobFiles(dir, job.id)
@@ -159,8 +166,9 @@ export const layer = Layer.scoped(Exports, Effect.gen(function*() {
   const catalog = yield* CatalogService
   const dir = yield* directoryOf(options)
   const wake = yield* Queue.sliding<void>(1)
+  const ended = yield* PubSub.unbounded<string>()
   if (options.works) {
-    const fiber = yield* Effect.forkScoped(work(db, writer, catalog, dir, options, wake))
+    const fiber = yield* Effect.forkScoped(work(db, writer, catalog, dir, options, wake, ended))
     yield* Effect.addFinalizer(() => Fiber.interrupt(fiber))
   }
   return Exports.of({
@@ -175,8 +183,16 @@ export const layer = Layer.scoped(Exports, Effect.gen(function*() {
     job: (id) => (isJobId(id) ? readJob(db.writer, id) : Effect.succeed(undefined)),
     cancel: (id) =>
       isJobId(id)
-        ? Effect.tap(cancelJob(db, writer, id), (cancelled) => (cancelled ? removeJobFiles(dir, id) : Effect.void))
+        ? Effect.tap(cancelJob(db, writer, id), (cancelled) => (cancelled ? Effect.zipRight(removeJobFiles(dir, id), PubSub.publish(ended, id)) : Effect.void))
         : Effect.succeed(false),
+    awaitEnd: (id, wait) =>
+      Effect.scoped(Effect.gen(function*() {
+        const endings = yield* PubSub.subscribe(ended)
+        const now = yield* Effect.orElseSucceed(readJob(db.writer, id), () => undefined)
+        if (now === undefined || (now.state !== "queued" && now.state !== "running")) return
+        const ends = Effect.iterate(false, { while: (done) => !done, body: () => Effect.map(endings.take, (ended) => ended === id) })
+        yield* Effect.raceFirst(Effect.asVoid(ends), Effect.sleep(wait))
+      })),
     dir
   })
 }))
@@ -186,5 +202,6 @@ export const replicaLayer = Layer.succeed(Exports, Exports.of({
   kickOff: () => Effect.fail(new LeaseLost({ reason: "a replica does not run export jobs: kick-offs go to the primary" })),
   job: () => Effect.succeed(undefined),
   cancel: () => Effect.succeed(false),
+  awaitEnd: () => Effect.void,
   dir: ""
 }))

@@ -107,7 +107,9 @@ export const readKickOff = (catalog: Catalog, access: Access, values: KickOffVal
       if (range === undefined) {
         return yield* invalid(`_since ${JSON.stringify(values.since)} cannot be read: expected an instant such as 2026-01-02T03:04:05Z`)
       }
-      since = range.low * 1000
+      // Microseconds too, as the manifest's transactionTime gives them: the next export starts where that one ended.
+      const fraction = /T[\d:]+\.(\d+)/.exec(values.since)?.[1] ?? ""
+      since = range.low * 1000 + Number(fraction.slice(3, 6).padEnd(3, "0"))
     }
 
     const filters: Record<string, Array<string>> = {}

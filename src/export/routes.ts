@@ -7,7 +7,7 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import { NodeStream } from "@effect/platform-node"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { createReadStream } from "node:fs"
 import { stat } from "node:fs/promises"
 import { join, relative, resolve, sep } from "node:path"
@@ -82,11 +82,23 @@ const progressText = (job: Job): string => {
   return `running: ${job.progress.written} resources written${type === undefined ? "" : `; ${type}`}`
 }
 
+/** `Prefer: wait=N` (RFC 7240): how long a status request may wait for the job to end, at most a minute. */
+const waitOf = (request: RootRequest): Duration.Duration | undefined => {
+  const match = /(?:^|[;,\s])wait\s*=\s*"?(\d{1,6})"?/i.exec(request.http.headers["prefer"] ?? "")
+  return match === null ? undefined : Duration.min(Duration.seconds(Number(match[1])), Duration.minutes(1))
+}
+
 /** `GET /export/{job}`. */
 const status = (request: RootRequest, options: ExportRouteOptions) =>
   Effect.gen(function*() {
-    const found = yield* visibleJob(request, options)
+    let found = yield* visibleJob(request, options)
     if (isResponse(found)) return found
+    const wait = waitOf(request)
+    if (wait !== undefined && (found.state === "queued" || found.state === "running")) {
+      yield* (yield* Exports).awaitEnd(found.id, wait)
+      found = yield* visibleJob(request, options)
+      if (isResponse(found)) return found
+    }
     const job = found
     switch (job.state) {
       case "queued":

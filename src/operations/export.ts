@@ -131,7 +131,8 @@ export const kickOff = (
     const handling = lenient(request)
     const known = new Set(exportInputs.map((input) => input.name))
     const unknown = [...givenNames(request, body)].filter((name) => !known.has(name))
-    const accepted = handling ? [...exportInputs, ...unknown.map((name) => ({ name, type: undefined, min: 0, max: "*" }))] : exportInputs
+    // Unknown parameters are read too: refused below by name (or, lenient, left out), as the IG says.
+    const accepted = [...exportInputs, ...unknown.map((name) => ({ name, type: undefined, min: 0, max: "*" }))]
     const args = yield* readArguments(request, "$export", accepted, body ?? (request.http.method === "POST" ? { resourceType: "Parameters" } : undefined))
     const values = args.values
     const patients = args.complex.get("patient")?.map((value) => String(value.value["reference"] ?? ""))
