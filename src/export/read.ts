@@ -21,8 +21,18 @@ import { parseSearch } from "../search/parse/parseSearch.ts"
 import { whereCondition } from "../search/plan/query.ts"
 import type { Caller, ExportSpec } from "./jobs.ts"
 
-/** Resources read per statement (and written per checkpoint); fewer when they are large (`batchBytes`). */
+/** The most resources read per statement (and written per checkpoint). */
 export const batchRows = 1000
+
+/** The resources a type's first statement reads, before their size is known. */
+export const firstBatchRows = 100
+
+/** What a batch should hold at most, in bytes: the next batch's rows are chosen from the sizes of the last one. */
+export const batchBytes = 4 * 1024 * 1024
+
+/** The rows of the next batch, after one of `rows` resources and `bytes` bytes: about `batchBytes`, 1 to `batchRows`. */
+export const nextBatchRows = (rows: number, bytes: number): number =>
+  rows === 0 ? firstBatchRows : Math.max(1, Math.min(batchRows, Math.floor(batchBytes / Math.max(1, bytes / rows))))
 
 /** Patients named in one statement's list: a long list of a Group is read in segments of this many. */
 export const patientsPerSegment = 500
@@ -74,8 +84,8 @@ const filterCondition = (sql: SqlClient.SqlClient, catalog: Catalog, spec: Expor
 }
 
 /**
- * The next batch of `type` after the id `after` (null: from the start), in segment `segment`: at most `batchRows`
- * resources as of the commit `transactionTs`.
+ * The next batch of `type` after the id `after` (null: from the start), in segment `segment`: at most `rows`
+ * resources as of the commit `transactionTs`. Memory holds one batch: about `batchBytes`, or one resource larger.
  */
 export const readBatch = (
   sql: SqlClient.SqlClient,
@@ -88,6 +98,8 @@ export const readBatch = (
     readonly segment: number
     readonly after: string | null
     readonly now: number
+    /** At most this many (`nextBatchRows`). */
+    readonly rows: number
   }
 ): Effect.Effect<ReadonlyArray<ExportRow>, SqlError> => {
   const { spec, type, transactionTs: at } = input
@@ -106,5 +118,5 @@ export const readBatch = (
     JOIN resource_versions v ON v.rkey = r.rkey AND v.version = CASE WHEN r.commit_ts <= ${at} THEN r.version
       ELSE (SELECT MAX(w.version) FROM resource_versions w WHERE w.rkey = r.rkey AND w.commit_ts <= ${at}) END
     WHERE ${sql.and(conditions)}
-    ORDER BY r.id LIMIT ${sql.literal(String(batchRows))}`
+    ORDER BY r.id LIMIT ${sql.literal(String(Math.max(1, Math.min(batchRows, Math.trunc(input.rows)))))}`
 }

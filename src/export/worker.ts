@@ -1,6 +1,6 @@
 /**
  * One export job worked on (docs/export.md, "Jobs"): each type in turn, read a batch at a time as of the job's
- * transaction commit (read.ts) and appended to the type's current NDJSON file; after each batch the file is
+ * transaction commit (read.ts, about 4 MiB a batch) and appended to the type's current NDJSON file; after each batch the file is
  * flushed to the disk and the checkpoint recorded (jobs.ts), which also renews the lease. A job that is no longer
  * the worker's (cancelled, or taken over) stops at its next checkpoint.
  *
@@ -17,7 +17,7 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import type { Database } from "../db/Database.ts"
 import type { Writer } from "../db/Writer.ts"
 import { checkpoint, complete, type Job, type OutputFile, type Progress, type WorkerId } from "./jobs.ts"
-import { batchRows, readBatch, segmentsOf } from "./read.ts"
+import { nextBatchRows, readBatch, segmentsOf } from "./read.ts"
 
 export interface WorkerContext {
   readonly db: Database["Type"]
@@ -131,17 +131,21 @@ export const runJob = (context: WorkerContext, job: Job): Effect.Effect<RunEnd, 
         const resumed = t === job.progress.type
         for (let segment = resumed ? job.progress.segment : 0; segment < segmentsOf(spec); segment++) {
           let after = resumed && segment === job.progress.segment ? job.progress.after : null
+          let limit = nextBatchRows(0, 0)
           for (;;) {
             const now = yield* Clock.currentTimeMillis
             const rows = yield* context.db.withReader((sql) =>
-              readBatch(sql, catalog, { spec, caller: job.caller, transactionTs: job.transactionTs, type, segment, after, now })
+              readBatch(sql, catalog, { spec, caller: job.caller, transactionTs: job.transactionTs, type, segment, after, now, rows: limit })
             )
             if (rows.length === 0) break
-            yield* append(type, rows.map((row) => row.content))
+            const lines = rows.map((row) => row.content)
+            yield* append(type, lines)
+            const full = rows.length >= limit
+            limit = nextBatchRows(rows.length, lines.reduce((sum, line) => sum + line.length, 0))
             written += rows.length
             after = rows[rows.length - 1]!.id
             if (!(yield* save({ type: t, segment, after, files, written }))) return "stopped" as const
-            if (rows.length < batchRows) break
+            if (!full) break
           }
         }
         yield* closePart
