@@ -247,11 +247,15 @@ for (const { kind, skip } of kinds) {
         Effect.gen(function*() {
           const server = yield* Server
           const token = yield* launchToken(server, "xa", "launch patient/*.read")
-          for (const path of ["$export", "$export?_type=Observation", "Patient/$export"]) {
-            const refused = yield* kickOff(path, bearer(token))
-            expect([path, refused.status]).toEqual([path, 403])
-            expect(refused.json?.resourceType).toBe("OperationOutcome")
+          // Refused whatever is asked: without _type too, where the types no patient compartment holds
+          // (Practitioner, the conformance resources), which a patient/ scope reads whole, could still be exported.
+          const paths = ["$export", "$export?_type=Observation", "$export?_type=Practitioner", "Patient/$export"]
+          const answers: Array<readonly [string, number, string | undefined]> = []
+          for (const path of paths) {
+            const reply = yield* kickOff(path, bearer(token))
+            answers.push([path, reply.status, reply.json?.resourceType])
           }
+          expect(answers).toEqual(paths.map((path) => [path, 403, "OperationOutcome"]))
         }))
 
       it.effect("hides a client's job from another client: status, DELETE and files are 404, and the job goes on", () =>
