@@ -214,13 +214,6 @@ export const complete = (db: Database["Type"], writer: Writer["Type"], id: strin
         lease_holder = NULL, lease_expires = NULL
         WHERE id = ${id} AND state = ${"running"} AND lease_holder = ${worker.holder} RETURNING id`))
 
-/** Marks the job failed for a reason that another start would not mend. */
-export const failJob = (db: Database["Type"], writer: Writer["Type"], id: string, worker: WorkerId, message: string): Writes =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    ours(db, writer, (sql) =>
-      sql`UPDATE svc_export_jobs SET state = ${"failed"}, finished_at = ${now}, message = ${message}, lease_holder = NULL, lease_expires = NULL
-        WHERE id = ${id} AND state = ${"running"} AND lease_holder = ${worker.holder} RETURNING id`))
-
 /** Gives the job up after a failure another start may mend: it can be taken again at once (a start is counted then). */
 export const releaseJob = (db: Database["Type"], writer: Writer["Type"], id: string, worker: WorkerId, message: string): Writes =>
   ours(db, writer, (sql) =>

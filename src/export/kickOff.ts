@@ -55,7 +55,7 @@ const readable = (access: Access, catalog: Catalog, type: string): "all" | "some
 }
 
 const patientOnly = (type: string): FhirError =>
-  fail("forbidden", `$export: the token reads ${type} only in a patient's compartment (a patient/ scope); Bulk Data export needs system/ or user/ scopes`, 403)
+  fail("forbidden", `$export: the token reads ${type} in a patient's compartment (a patient/ scope); Bulk Data export needs system/ or user/ scopes and no patient/ scope`, 403)
 
 /** The patient id of a reference `Patient/{id}` (relative, or absolute on this server's base). */
 export const patientId = (reference: string, base: string): string | undefined => {
@@ -75,6 +75,10 @@ export const readKickOff = (catalog: Catalog, access: Access, values: KickOffVal
     if (values.outputFormat !== undefined && !ndjsonFormats.has(values.outputFormat.trim().toLowerCase())) {
       return yield* invalid(`_outputFormat ${JSON.stringify(values.outputFormat)} is not supported: this server writes application/fhir+ndjson (also named application/ndjson and ndjson)`)
     }
+    // A patient/ scope reads one patient's record ($everything); it never starts a population export, even of
+    // the types it reads whole (those no patient compartment holds).
+    const principal = access.principal
+    if (principal._tag === "Authorized" && principal.scopes.some((scope) => scope.startsWith("patient/"))) return yield* Effect.fail(patientOnly("its types"))
     const possible = levelTypes(catalog, values.level)
     const named: Array<string> = []
     for (const type of values.types.flatMap((value) => value.split(",")).map((type) => type.trim()).filter((type) => type !== "")) {
