@@ -155,38 +155,44 @@ export const insertJob = (
           ${job.transactionTs}, ${now}, ${0}, ${JSON.stringify(noProgress)})`
     )))
 
+/** The jobs `worker` may take at `now`, oldest first (at most 10). */
+const takeable = (sql: SqlClient.SqlClient, worker: WorkerId, now: number) =>
+  sql<Row>`
+    SELECT * FROM svc_export_jobs
+    WHERE state = ${"queued"} OR (state = ${"running"} AND (lease_holder IS NULL OR lease_expires <= ${now} OR lease_epoch < ${worker.epoch}
+      ${worker.exclusive ? sql`OR lease_holder <> ${worker.holder}` : sql``}))
+    ORDER BY created_at, id LIMIT 10`
+
+/** In the Writer's transaction: takes the first of the takeable jobs, failing those started `maxStarts` times. */
+const takeFirst = (sql: SqlClient.SqlClient, worker: WorkerId, now: number) =>
+  Effect.gen(function*() {
+    for (const row of yield* takeable(sql, worker, now)) {
+      const job = jobOf(row)
+      if (job.starts >= maxStarts) {
+        const reason = `the export was started ${job.starts} times without finishing${job.message === undefined ? "" : ` (last: ${job.message})`}`
+        yield* sql`UPDATE svc_export_jobs SET state = ${"failed"}, finished_at = ${now}, lease_holder = NULL, lease_expires = NULL, message = ${reason}
+          WHERE id = ${job.id}`
+        continue
+      }
+      yield* sql`UPDATE svc_export_jobs SET state = ${"running"}, starts = starts + 1, lease_holder = ${worker.holder},
+        lease_epoch = ${worker.epoch}, lease_expires = ${now + leaseMillis} WHERE id = ${job.id}`
+      return { ...job, state: "running" as const, starts: job.starts + 1, leaseHolder: worker.holder }
+    }
+    return undefined
+  })
+
 /**
  * Takes the oldest job that may be taken (see the module's comment) for `worker`, counting a start; a job already
- * started `maxStarts` times is failed instead, and the next one looked at. Undefined when there is none.
+ * started `maxStarts` times is failed instead, and the next one looked at. Undefined when there is none. Looked
+ * for on a reader first: a server with no job to take commits nothing (and spends no commit timestamp).
  */
 export const takeJob = (db: Database["Type"], writer: Writer["Type"], worker: WorkerId): Effect.Effect<Job | undefined, SqlError | LeaseLost> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    Effect.map(
-      writer.commit(() =>
-        Effect.gen(function*() {
-          const sql = db.writer
-          const others = worker.exclusive ? sql`OR lease_holder <> ${worker.holder}` : sql``
-          const candidates = yield* sql<Row>`
-            SELECT * FROM svc_export_jobs
-            WHERE state = ${"queued"} OR (state = ${"running"} AND (lease_holder IS NULL OR lease_expires <= ${now} OR lease_epoch < ${worker.epoch} ${others}))
-            ORDER BY created_at, id LIMIT 10`
-          for (const row of candidates) {
-            const job = jobOf(row)
-            if (job.starts >= maxStarts) {
-              const reason = `the export was started ${job.starts} times without finishing${job.message === undefined ? "" : ` (last: ${job.message})`}`
-              yield* sql`UPDATE svc_export_jobs SET state = ${"failed"}, finished_at = ${now}, lease_holder = NULL, lease_expires = NULL, message = ${reason}
-                WHERE id = ${job.id}`
-              continue
-            }
-            yield* sql`UPDATE svc_export_jobs SET state = ${"running"}, starts = starts + 1, lease_holder = ${worker.holder},
-              lease_epoch = ${worker.epoch}, lease_expires = ${now + leaseMillis} WHERE id = ${job.id}`
-            return { ...job, state: "running" as const, starts: job.starts + 1, leaseHolder: worker.holder }
-          }
-          return undefined
-        })
-      ),
-      (result) => result.value
-    ))
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const seen = yield* db.withReader((sql) => takeable(sql, worker, now))
+    if (seen.length === 0) return undefined
+    return (yield* writer.commit(() => takeFirst(db.writer, worker, now))).value
+  })
 
 /** Runs `update` (which must name the job and the worker's lease) and says whether it changed the row. */
 const ours = (db: Database["Type"], writer: Writer["Type"], update: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<unknown>, SqlError>): Writes =>

@@ -113,10 +113,16 @@ export const readBatch = (
       accessCondition(sql, accessOf(principalOf(input.caller)), catalog, [type], "r", input.now)
     ]
   ) if (condition !== undefined) conditions.push(condition)
+  const version = sql`CASE WHEN r.commit_ts <= ${at} THEN r.version
+    ELSE (SELECT MAX(w.version) FROM resource_versions w WHERE w.rkey = r.rkey AND w.commit_ts <= ${at}) END`
+  // Postgres plans the join on a CASE as a scan of every version for each batch (its cost grows with the table):
+  // a lateral subquery (kept one by OFFSET 0) looks up each resource's version by its key instead.
+  const versions = sql.onDialectOrElse({
+    pg: () => sql`CROSS JOIN LATERAL (SELECT x.content, x.commit_ts FROM resource_versions x WHERE x.rkey = r.rkey AND x.version = ${version} OFFSET 0) v`,
+    orElse: () => sql`JOIN resource_versions v ON v.rkey = r.rkey AND v.version = ${version}`
+  })
   return sql<ExportRow>`
-    SELECT r.id, v.content FROM resources r
-    JOIN resource_versions v ON v.rkey = r.rkey AND v.version = CASE WHEN r.commit_ts <= ${at} THEN r.version
-      ELSE (SELECT MAX(w.version) FROM resource_versions w WHERE w.rkey = r.rkey AND w.commit_ts <= ${at}) END
+    SELECT r.id, v.content FROM resources r ${versions}
     WHERE ${sql.and(conditions)}
     ORDER BY r.id LIMIT ${sql.literal(String(Math.max(1, Math.min(batchRows, Math.trunc(input.rows)))))}`
 }

@@ -150,12 +150,12 @@ describe("documentation", () => {
     expect(leafNames.filter((name) => !written.has(name))).toEqual([])
   })
 
-  it("the spec rows above name every setting but those the architecture, docs/rest.md, docs/search.md, docs/database.md, docs/validation.md, docs/cluster.md and docs/terminology-pull.md add", () => {
+  it("the spec rows above name every setting but those the architecture, docs/rest.md, docs/search.md, docs/database.md, docs/validation.md, docs/cluster.md, docs/export.md and docs/terminology-pull.md add", () => {
     const written = settingsWritten(SPEC_ROWS)
     expect(leafNames.filter((name) => !written.has(name))).toEqual([
       "server.max_body_bytes", "server.max_page_bytes", "server.max_bundle_entries", "server.max_index_rows", "server.max_patch_operations",
       "server.log_level", "database.statement_timeout_ms", "cluster.lease_seconds", "validation.allowed_extension_domains", "validation.allow_example_urls", "validation.vital_signs",
-      "terminology.refresh_minutes"
+      "export.max_file_bytes", "terminology.refresh_minutes"
     ])
   })
 

@@ -30,8 +30,8 @@ const endpoints: ReadonlyArray<readonly [path: string, methods: ReadonlyArray<st
   )
 ]
 
-/** Endpoints built since: their own tests cover them (test/governance/metering.http.test.ts, requestLogEndpoint.test.ts, audit.endpoint.test.ts, test/sync/). */
-const built = new Set(["/_usage", "/_requests", "/_audit", "/_audit/verify", "/sync"])
+/** Endpoints built since: their own tests cover them (test/governance/metering.http.test.ts, requestLogEndpoint.test.ts, audit.endpoint.test.ts, test/sync/, test/export/). */
+const built = new Set(["/_usage", "/_requests", "/_audit", "/_audit/verify", "/sync", "/export/job-1", "/export/job-1/file"])
 
 describe("the root route table", () => {
   layer(Layer.scoped(Server, startServer("sqlite")), { timeout: 60_000, excludeTestServices: true })((it) => {

@@ -26,7 +26,8 @@ describe("the operations registry", () => {
       { name: "meta-add", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta-add" },
       { name: "meta-delete", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta-delete" }
     ])
-    expect(operationsOn("Patient").map((operation) => operation.name)).toEqual(["validate", "everything", "meta", "meta-add", "meta-delete"])
+    expect(operationsOn("Patient").map((operation) => operation.name)).toEqual(["validate", "everything", "export", "meta", "meta-add", "meta-delete"])
+    expect(operationsOn("Group").find((operation) => operation.name === "export")?.definition).toBe("http://hl7.org/fhir/uv/bulkdata/OperationDefinition/group-export")
     expect(operationsOn("Encounter").find((operation) => operation.name === "everything")?.definition).toBe("http://hl7.org/fhir/OperationDefinition/Encounter-everything")
     expect(operationsOn("Composition").map((operation) => operation.name)).toEqual(["validate", "meta", "meta-add", "meta-delete", "document"])
     expect(operationsOn("Composition").find((operation) => operation.name === "document")?.definition).toBe("http://hl7.org/fhir/OperationDefinition/Composition-document")
@@ -39,6 +40,7 @@ describe("the operations registry", () => {
 
   it("lists the operations served at system level, each with the url of its definition", () => {
     expect(systemOperations()).toEqual([
+      { name: "export", definition: "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/export" },
       { name: "meta", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta" },
       { name: "install", definition: "urn:svc:OperationDefinition:install" }
     ])

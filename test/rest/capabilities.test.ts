@@ -147,6 +147,7 @@ for (const backend of backendsUnderTest) {
             operation: [
               { name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" },
               { name: "everything", definition: "http://hl7.org/fhir/OperationDefinition/Patient-everything" },
+              { name: "export", definition: "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/patient-export" },
               { name: "meta", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta" },
               { name: "meta-add", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta-add" },
               { name: "meta-delete", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta-delete" }
@@ -158,7 +159,10 @@ for (const backend of backendsUnderTest) {
           expect(patient["searchInclude"]).toEqual(expect.arrayContaining(["*", "Patient:general-practitioner"]))
           expect(patient.searchRevInclude).toEqual(expect.arrayContaining(["Observation:subject"]))
           expect((resourceOf(statement, "Observation")["operation"] as ReadonlyArray<{ name: string }>).map((operation) => operation.name)).toEqual(["validate", "meta", "meta-add", "meta-delete"])
+          expect((resourceOf(statement, "Group")["operation"] as ReadonlyArray<{ name: string; definition: string }>).find((operation) => operation.name === "export"))
+            .toEqual({ name: "export", definition: "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/group-export" })
           expect(rest["operation"]).toEqual([
+            { name: "export", definition: "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/export" },
             { name: "meta", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta" },
             { name: "install", definition: "urn:svc:OperationDefinition:install" }
           ])
