@@ -29,9 +29,12 @@ export interface ExportSettings {
   readonly copies: number
   /** Clients loading bundles at once. */
   readonly clients: number
-  /** Idle seconds between the loading and the resident memory read before the export. */
+  /** Idle seconds before the resident memory is read: after the loading, and after the export. */
   readonly idleSeconds: number
-  /** How often the status URL is asked: the server's `Retry-After` (2 s) is too coarse to time the export by, and each poll is a request the server logs. */
+  /**
+   * How soon the status URL is asked again after a 202 that came at once: the server's `Retry-After` (2 s) is too
+   * coarse to time the export by, and each request is one the server logs.
+   */
   readonly pollMs: number
 }
 
@@ -70,8 +73,12 @@ export interface ExportFigures {
   readonly rssBeforeMb: number | undefined
   /** Peak resident memory from the kick-off to the manifest. */
   readonly peakRssExportMb: number | undefined
+  /** `VmRSS` when the manifest came: what the export left resident, before the downloads. */
+  readonly rssAtManifestMb: number | undefined
   /** Peak resident memory while the files were downloaded. */
   readonly peakRssDownloadMb: number | undefined
+  /** `VmRSS` after the job was discarded and an idle moment (the server collects its garbage when it falls idle). */
+  readonly rssAfterIdleMb: number | undefined
   /** What did not match: files, types whose counts differ; empty when all did. */
   readonly mismatches: ReadonlyArray<string>
   /** On SQLite: the floor's pass over the same database, and svc's resources/s over the floor's. */
@@ -104,12 +111,20 @@ export const kickOff = async (url: string, signal: AbortSignal): Promise<string>
   return new URL(location, url).toString()
 }
 
-/** Polls the status URL every `pollMs` until the manifest (200); any answer but 202 or 200 is an error. */
+/** How long a status request asks the server to wait for the job to end (`Prefer: wait`), seconds. */
+const waitSeconds = 5
+
+/**
+ * Asks the status URL until the manifest (200); any answer but 202 or 200 is an error. Each request asks the
+ * server to hold it until the job ends (`Prefer: wait=5`), so the manifest is seen when the job ends; a 202 that
+ * comes back at once (a server that does not wait) is asked again after `pollMs`.
+ */
 export const awaitManifest = async (statusUrl: string, pollMs: number, signal: AbortSignal, progress: (message: string) => void): Promise<Manifest> => {
   const started = performance.now()
   let said = started
   for (;;) {
-    const response = await fetch(statusUrl, { signal })
+    const asked = performance.now()
+    const response = await fetch(statusUrl, { headers: { prefer: `wait=${waitSeconds}` }, signal })
     const text = await response.text()
     if (response.status === 200) return JSON.parse(text) as Manifest
     if (response.status !== 202) throw new Error(`GET ${statusUrl} answered ${response.status}: ${text.slice(0, 300)}`)
@@ -119,15 +134,15 @@ export const awaitManifest = async (statusUrl: string, pollMs: number, signal: A
       progress(`export ${((now - started) / 1000).toFixed(0)} s: ${response.headers.get("x-progress") ?? "no X-Progress"}`)
       said = now
     }
-    await sleep(pollMs)
+    if (now - asked < pollMs) await sleep(pollMs)
   }
 }
 
 interface Downloaded {
   readonly lines: number
   readonly bytes: number
-  /** `resourceType` of the first line, or why it could not be read. */
-  readonly firstType: string
+  /** `resourceType` of the first line; undefined when the line is too long to keep (a package's Bundle can pass 4 MiB). */
+  readonly firstType: string | undefined
   readonly endsWithNewline: boolean
   readonly contentType: string | null
 }
@@ -157,9 +172,9 @@ export const download = async (fileUrl: string, signal: AbortSignal): Promise<Do
     bytes += chunk.length
     if (chunk.length > 0) last = chunk[chunk.length - 1]!
   }
-  let firstType: string
+  let firstType: string | undefined
   try {
-    firstType = firstBytes > firstLineLimit ? "(first line too long to read)" : String((JSON.parse(Buffer.concat(first).toString("utf8")) as { resourceType?: unknown }).resourceType)
+    firstType = firstBytes > firstLineLimit ? undefined : String((JSON.parse(Buffer.concat(first).toString("utf8")) as { resourceType?: unknown }).resourceType)
   } catch {
     firstType = "(first line is not JSON)"
   }
@@ -223,6 +238,7 @@ const measureExport = async (url: string, pid: number, backend: Backend, setting
     const manifest = await awaitManifest(statusUrl, settings.pollMs, signal, progress)
     const secondsToManifest = (performance.now() - kickedOff) / 1000
     const peakRssExportMb = memory.windowPeakMb()
+    const rssAtManifestMb = memory.currentMb()
     progress(`${backend.kind}: manifest after ${secondsToManifest.toFixed(1)} s, ${manifest.output.length} files; downloading them one at a time`)
     memory.startWindow()
     const mismatches: Array<string> = []
@@ -237,7 +253,7 @@ const measureExport = async (url: string, pid: number, backend: Backend, setting
       linesByType[entry.type] = (linesByType[entry.type] ?? 0) + file.lines
       const problems = [
         entry.count === file.lines ? "" : `${file.lines} lines, the manifest says ${String(entry.count)}`,
-        file.firstType === entry.type ? "" : `its first line is a ${file.firstType}`,
+        file.firstType === undefined || file.firstType === entry.type ? "" : `its first line is a ${file.firstType}`,
         file.endsWithNewline || file.bytes === 0 ? "" : "its last line has no newline",
         file.contentType?.startsWith("application/fhir+ndjson") === true ? "" : `Content-Type ${String(file.contentType)}`
       ].filter((problem) => problem !== "")
@@ -250,12 +266,14 @@ const measureExport = async (url: string, pid: number, backend: Backend, setting
     const discarded = await fetch(statusUrl, { method: "DELETE", signal })
     await discarded.arrayBuffer()
     if (discarded.status !== 202) mismatches.push(`DELETE of the job answered ${discarded.status}, not 202`)
+    await sleep(settings.idleSeconds * 1000)
+    const rssAfterIdleMb = memory.currentMb()
     const exported = sum(Object.values(linesByType))
     const downloadedMb = bytes / 2 ** 20
     return {
       databaseByType, databaseResources: sum(Object.values(databaseByType)), exported, manifestCount: sum(Object.values(manifestByType)),
       files: manifest.output.length, types: Object.keys(linesByType).length, secondsToManifest, resourcesPerSec: exported / secondsToManifest,
-      downloadedMb, downloadSeconds, downloadMbPerSec: downloadedMb / downloadSeconds, rssBeforeMb, peakRssExportMb, peakRssDownloadMb, mismatches
+      downloadedMb, downloadSeconds, downloadMbPerSec: downloadedMb / downloadSeconds, rssBeforeMb, peakRssExportMb, rssAtManifestMb, peakRssDownloadMb, rssAfterIdleMb, mismatches
     }
   } finally {
     memory.stop()
@@ -303,7 +321,8 @@ export const describeExport = (figures: ExportFigures): string =>
   (figures.floor === undefined || figures.floorRatio === undefined ? "" : `, ${Math.round(100 * figures.floorRatio)}% of the floor's ${thousands(figures.floor.resourcesPerSec)}`) +
   `); ${figures.downloadedMb.toFixed(0)} MB downloaded in ` +
   `${figures.downloadSeconds.toFixed(1)} s (${figures.downloadMbPerSec.toFixed(0)} MB/s); server RSS ${mb(figures.rssBeforeMb)} before, ` +
-  `peak ${mb(figures.peakRssExportMb)} during the export, ${mb(figures.peakRssDownloadMb)} during the downloads; ` +
+  `peak ${mb(figures.peakRssExportMb)} during the export, ${mb(figures.rssAtManifestMb)} at the manifest, peak ${mb(figures.peakRssDownloadMb)} during the downloads, ` +
+  `${mb(figures.rssAfterIdleMb)} after an idle moment; ` +
   (figures.mismatches.length === 0
     ? `every type's lines match the manifest and the database's ${thousands(figures.databaseResources)} resources`
     : `MISMATCHED: ${figures.mismatches.slice(0, 5).join("; ")}${figures.mismatches.length > 5 ? `; and ${figures.mismatches.length - 5} more` : ""}`)
