@@ -79,6 +79,8 @@ export interface ExportFigures {
   readonly peakRssDownloadMb: number | undefined
   /** `VmRSS` after the job was discarded and an idle moment (the server collects its garbage when it falls idle). */
   readonly rssAfterIdleMb: number | undefined
+  /** Peak resident memory over the server's whole life, the loading included, as the kernel counts it. */
+  readonly peakRssLifetimeMb: number | undefined
   /** What did not match: files, types whose counts differ; empty when all did. */
   readonly mismatches: ReadonlyArray<string>
   /** On SQLite: the floor's pass over the same database, and svc's resources/s over the floor's. */
@@ -268,12 +270,13 @@ const measureExport = async (url: string, pid: number, backend: Backend, setting
     if (discarded.status !== 202) mismatches.push(`DELETE of the job answered ${discarded.status}, not 202`)
     await sleep(settings.idleSeconds * 1000)
     const rssAfterIdleMb = memory.currentMb()
+    const peakRssLifetimeMb = memory.lifetimePeakMb()
     const exported = sum(Object.values(linesByType))
     const downloadedMb = bytes / 2 ** 20
     return {
       databaseByType, databaseResources: sum(Object.values(databaseByType)), exported, manifestCount: sum(Object.values(manifestByType)),
       files: manifest.output.length, types: Object.keys(linesByType).length, secondsToManifest, resourcesPerSec: exported / secondsToManifest,
-      downloadedMb, downloadSeconds, downloadMbPerSec: downloadedMb / downloadSeconds, rssBeforeMb, peakRssExportMb, rssAtManifestMb, peakRssDownloadMb, rssAfterIdleMb, mismatches
+      downloadedMb, downloadSeconds, downloadMbPerSec: downloadedMb / downloadSeconds, rssBeforeMb, peakRssExportMb, rssAtManifestMb, peakRssDownloadMb, rssAfterIdleMb, peakRssLifetimeMb, mismatches
     }
   } finally {
     memory.stop()

@@ -398,6 +398,8 @@ const benchExportOn = async (backend: Backend, workDir: string, packages: Packag
   try {
     const figures = await benchExport(backend, workDir, packages, loadSynthea(), exporting, progress)
     exportRuns.push(figures)
+    serverPeakRssMb[`svc-${backend.kind}-r4-export`] = figures.peakRssLifetimeMb
+    serverRssAfterRunMb[`svc-${backend.kind}-r4-export`] = figures.rssAfterIdleMb
     if (figures.mismatches.length > 0) notices.push(`$export on ${backend.kind}: ${figures.mismatches.length} mismatches (${figures.mismatches.slice(0, 3).join("; ")})`)
     return [{
       workload: exportWorkload(exporting).name, server: "svc", backend: backend.kind, connections: exportWorkload(exporting).connections,
