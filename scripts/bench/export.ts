@@ -225,6 +225,32 @@ const compare = (database: Readonly<Record<string, number>>, manifest: Readonly<
   return mismatches
 }
 
+/** What is wrong with a downloaded file, against its entry in the manifest; empty when nothing is. */
+const fileProblems = (entry: ManifestEntry, file: Downloaded): Array<string> =>
+  [
+    entry.count === file.lines ? "" : `${file.lines} lines, the manifest says ${String(entry.count)}`,
+    file.firstType === undefined || file.firstType === entry.type ? "" : `its first line is a ${file.firstType}`,
+    file.endsWithNewline || file.bytes === 0 ? "" : "its last line has no newline",
+    file.contentType?.startsWith("application/fhir+ndjson") === true ? "" : `Content-Type ${String(file.contentType)}`
+  ].filter((problem) => problem !== "")
+
+/** Downloads every file of the manifest, one at a time: bytes, the manifest's counts and the lines by type, and what was wrong. */
+const downloadAll = async (manifest: Manifest, signal: AbortSignal) => {
+  const mismatches: Array<string> = []
+  const manifestByType: Record<string, number> = {}
+  const linesByType: Record<string, number> = {}
+  let bytes = 0
+  for (const entry of manifest.output) {
+    const file = await download(entry.url, signal)
+    bytes += file.bytes
+    manifestByType[entry.type] = (manifestByType[entry.type] ?? 0) + (entry.count ?? Number.NaN)
+    linesByType[entry.type] = (linesByType[entry.type] ?? 0) + file.lines
+    const problems = fileProblems(entry, file)
+    if (problems.length > 0) mismatches.push(`${entry.url}: ${problems.join(", ")}`)
+  }
+  return { bytes, manifestByType, linesByType, mismatches }
+}
+
 /** The export of everything on a started server, and what it cost; the job is discarded afterwards. */
 const measureExport = async (url: string, pid: number, backend: Backend, settings: ExportSettings, progress: (message: string) => void) => {
   const signal = interrupted.signal
@@ -243,24 +269,8 @@ const measureExport = async (url: string, pid: number, backend: Backend, setting
     const rssAtManifestMb = memory.currentMb()
     progress(`${backend.kind}: manifest after ${secondsToManifest.toFixed(1)} s, ${manifest.output.length} files; downloading them one at a time`)
     memory.startWindow()
-    const mismatches: Array<string> = []
-    const manifestByType: Record<string, number> = {}
-    const linesByType: Record<string, number> = {}
-    let bytes = 0
     const downloadStarted = performance.now()
-    for (const entry of manifest.output) {
-      const file = await download(entry.url, signal)
-      bytes += file.bytes
-      manifestByType[entry.type] = (manifestByType[entry.type] ?? 0) + (entry.count ?? Number.NaN)
-      linesByType[entry.type] = (linesByType[entry.type] ?? 0) + file.lines
-      const problems = [
-        entry.count === file.lines ? "" : `${file.lines} lines, the manifest says ${String(entry.count)}`,
-        file.firstType === undefined || file.firstType === entry.type ? "" : `its first line is a ${file.firstType}`,
-        file.endsWithNewline || file.bytes === 0 ? "" : "its last line has no newline",
-        file.contentType?.startsWith("application/fhir+ndjson") === true ? "" : `Content-Type ${String(file.contentType)}`
-      ].filter((problem) => problem !== "")
-      if (problems.length > 0) mismatches.push(`${entry.url}: ${problems.join(", ")}`)
-    }
+    const { bytes, manifestByType, linesByType, mismatches } = await downloadAll(manifest, signal)
     const downloadSeconds = (performance.now() - downloadStarted) / 1000
     const peakRssDownloadMb = memory.windowPeakMb()
     if (manifest.error.length > 0) mismatches.push(`the manifest lists ${manifest.error.length} error files`)
