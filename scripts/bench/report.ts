@@ -1,4 +1,5 @@
 /** The run's one table on standard output, and the same figures as JSON in bench/results/. */
+import type { ExportFigures, ExportSettings } from "./export.ts"
 import type { ValidationFigures } from "./validation.ts"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { cpus, totalmem } from "node:os"
@@ -61,6 +62,8 @@ export interface Report {
     readonly ingest: ReadonlyArray<Share>
     readonly figures: Readonly<Record<string, { readonly count: number; readonly medianMs: number; readonly p99Ms: number; readonly kbPerQuery: number | undefined }>>
   }
+  /** The system-level `$export` after copies of the Synthea data, by backend (export.ts). */
+  readonly export?: { readonly settings: ExportSettings; readonly runs: ReadonlyArray<ExportFigures> }
   /** A Postgres primary and a replica loaded at once against the primary alone (cluster.ts). */
   readonly cluster?: ReadonlyArray<{
     readonly workload: string

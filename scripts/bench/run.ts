@@ -2,7 +2,8 @@
  * `npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest]`: measures svc over HTTP on
  * SQLite (and Postgres when one answers) against the floor, a bare node:http + better-sqlite3
  * server, in one run; then the Synthea ingest, and searches over what it loaded, on a svc with the
- * real R4 packages. Governance and SMART bearer tokens are priced against servers without them.
+ * real R4 packages; then a system-level `$export` of 10 copies of the Synthea data (export.ts).
+ * Governance and SMART bearer tokens are priced against servers without them.
  * Prints one table and writes the same figures to bench/results/<YYYY-MM-DD>T<HH-MM>.json.
  * See docs/performance.md.
  */
@@ -26,12 +27,13 @@ import { loadSynthea, syntheaMissing } from "./ingest.ts"
 import { type Backend, npmRegistry, type Packages, root, startFloor, startSvc, ungoverned } from "./servers.ts"
 import { formatValidation, measureValidation } from "./validation.ts"
 import { benchPrimaryAndReplica, type ClusterRun } from "./cluster.ts"
+import { benchExport, describeExport, type ExportFigures, exportSettings, exportWorkload } from "./export.ts"
 import { describeGoal, type DrivenWorkload, ingestFour, ingestOne, isDriven, type LoadWorkload, onSynthea, quickBundles, readById, searchIdentifier, type Target, type Workload, workloads } from "./suite.ts"
 
 const usage = `usage: npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest] [-- --cluster-only]
-  --quick         3 s per workload after a 2 s warm-up (default 10 s after 5 s); ${quickBundles} Synthea bundles (default all 55)
+  --quick         3 s per workload after a 2 s warm-up (default 10 s after 5 s); ${quickBundles} Synthea bundles (default all 55); the export after the 55 once (default 10 times)
   --sqlite-only   skip Postgres even when a server answers
-  --skip-ingest   skip the Synthea ingest and the searches over it (they need the npm registry once, for the real R4 packages)
+  --skip-ingest   skip the Synthea ingest, the searches over it and the export (they need the npm registry once, for the real R4 packages)
   --cluster-only  only the Postgres primary with a replica against the primary alone`
 
 const { values: flags } = parseArgs({
@@ -382,6 +384,36 @@ const benchSync = async (backends: readonly [Backend, Backend], workDir: string,
   }
 }
 
+/** The export's settings: the 55 bundles loaded 10 times before it, once with --quick. */
+const exporting = exportSettings(quick)
+/** The export's figures by backend (export.ts). */
+const exportRuns: Array<ExportFigures> = []
+
+/**
+ * The export (export.ts) on a svc of its own on `backend`, a fresh copy of the R4 template: a row of the table (its
+ * resources per second, its peak RSS), the rest under it. A failure is a notice, so that the run keeps the figures
+ * measured before it.
+ */
+const benchExportOn = async (backend: Backend, workDir: string, packages: Packages): Promise<Array<Measured>> => {
+  try {
+    const figures = await benchExport(backend, workDir, packages, loadSynthea(), exporting, progress)
+    exportRuns.push(figures)
+    serverPeakRssMb[`svc-${backend.kind}-r4-export`] = figures.peakRssLifetimeMb
+    serverRssAfterRunMb[`svc-${backend.kind}-r4-export`] = figures.rssAfterIdleMb
+    if (figures.mismatches.length > 0) notices.push(`$export on ${backend.kind}: ${figures.mismatches.length} mismatches (${figures.mismatches.slice(0, 3).join("; ")})`)
+    return [{
+      workload: exportWorkload(exporting).name, server: "svc", backend: backend.kind, connections: exportWorkload(exporting).connections,
+      reqPerSec: Number.NaN, resourcesPerSec: figures.resourcesPerSec, medianMs: Number.NaN, p99Ms: Number.NaN,
+      ok: figures.files, non2xx: 0, errors: 0, seconds: figures.secondsToManifest, statusCodes: {}, peakRssMb: figures.peakRssExportMb, target: ""
+    }]
+  } catch (error) {
+    if (interrupted.signal.aborted) throw error
+    notices.push(`$export on ${backend.kind} failed: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`)
+    progress(notices[notices.length - 1] ?? "")
+    return []
+  }
+}
+
 interface Pair {
   readonly workload: string
   readonly connections: number
@@ -550,6 +582,10 @@ const main = async (): Promise<void> => {
       await sqliteR4(join(workDir, "svc-r4-beside-sync.sqlite"), workDir, packages, progress),
       await sqliteR4(join(workDir, "svc-r4-sync.sqlite"), workDir, packages, progress)
     ], workDir, packages)))
+    const exportFile = join(workDir, "svc-r4-export.sqlite")
+    measured.push(...(await benchExportOn(await sqliteR4(exportFile, workDir, packages, progress), workDir, packages)))
+    // The SQLite file of ~140,000 resources is not needed any more.
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${exportFile}${suffix}`, { force: true })
   }
   }
 
@@ -600,6 +636,10 @@ const main = async (): Promise<void> => {
         measured.push(...(await benchSync([besideSync.backend, withSync.backend], workDir, packages)))
         await dropWithSync()
         await dropBesideSync()
+        const exportDatabase = await postgresR4(workDir, packages, progress)
+        const dropExport = onCleanup("dropping the Postgres database", exportDatabase.drop)
+        measured.push(...(await benchExportOn(exportDatabase.backend, workDir, packages)))
+        await dropExport()
       }
     }
   }
@@ -613,6 +653,7 @@ const main = async (): Promise<void> => {
     }
   }
   const described = workloads.map((w) => ({ name: w.name, description: w.description, connections: w.connections, target: Object.entries(w.goals ?? {}).map(([backend, goal]) => `${backend}: ${describeGoal(goal)}`).join("; ") }))
+  if (exportRuns.length > 0) described.push({ ...exportWorkload(exporting), target: "" })
   const validation = clusterOnly ? undefined : await measureValidation(settings.syntheaBundles)
   if (validation === undefined && !clusterOnly) notices.push("validation not measured: the R4 packages could not be had")
   const elapsedSeconds = Math.round((performance.now() - startedAtMs) / 1000)
@@ -621,6 +662,7 @@ const main = async (): Promise<void> => {
     serverRssAfterRunMb, rssAfterRunTargetMb, notices, validation, restartMs, governance, smart,
     subscriptions: { ingest: sharesInTurn.subscriptions, notificationLatency: latencies },
     sync: { ingest: sharesInTurn.sync, figures: syncFigures },
+    export: { settings: exporting, runs: exportRuns },
     cluster: clusterRuns.map((run) => ({
       workload: run.workload,
       connections: run.connections,
@@ -660,6 +702,9 @@ const main = async (): Promise<void> => {
   const clusterLines = clusterRuns.map((run) =>
     `${run.workload} ${run.both.reqPerSec.toFixed(0)} req/s against ${run.alone.reqPerSec.toFixed(0)} (${(run.both.reqPerSec / run.alone.reqPerSec).toFixed(2)}x), median ${run.both.medianMs.toFixed(1)} ms against ${run.alone.medianMs.toFixed(1)} ms`)
   if (clusterLines.length > 0) console.log(`Postgres primary and replica at once against the primary alone: ${clusterLines.join("; ")}`)
+  if (exportRuns.length > 0) {
+    console.log(`$export (system level) after the Synthea bundles loaded ${exporting.copies} time(s): ${exportRuns.map(describeExport).join("; ")}`)
+  }
   for (const notice of notices) console.log(`NOTICE: ${notice}`)
   console.log(`Written: ${relative(root, file)} (${elapsedSeconds} s in all)`)
 }

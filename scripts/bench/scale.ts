@@ -8,13 +8,13 @@
  * bench/results/scale-<YYYY-MM-DD>T<HH-MM>.json, as each database is done. See docs/performance.md.
  */
 import type autocannon from "autocannon"
-import { randomUUID } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { cpus, loadavg, tmpdir } from "node:os"
 import { join, relative } from "node:path"
 import { parseArgs } from "node:util"
 import { cleanupAll, installSignalHandlers, interrupted, onCleanup } from "./cleanup.ts"
-import { type IngestBundle, loadSynthea, runIngest, syntheaMissing } from "./ingest.ts"
+import { type Loaded, loadCopies } from "./copies.ts"
+import { type IngestBundle, loadSynthea, syntheaMissing } from "./ingest.ts"
 import { type Measurement, runLoad } from "./load.ts"
 import { watchMemory } from "./memory.ts"
 import { postgresUnavailable, shownAdminUrl } from "./postgres.ts"
@@ -51,54 +51,8 @@ const measuredWorkloads: ReadonlyArray<LoadWorkload> = [searchToken as LoadWorkl
 const maxGrowth = 1.5
 const progress = (message: string) => console.error(`[scale] ${message}`)
 
-const uuidPattern = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g
-
-/**
- * Copy `n` (from 1) of a bundle: every UUID in it (the `urn:uuid:` fullUrls, the references to them,
- * the identifiers that repeat them) replaced by a fresh one, the same throughout the copy, and every
- * other identifier value of its resources suffixed with the copy's number, so that no two copies
- * share an id or an identifier. Copy 0 is the bundle as it is.
- */
-const copyOf = (bundle: IngestBundle, n: number): IngestBundle => {
-  if (n === 0) return bundle
-  const parsed = JSON.parse(bundle.text) as { entry?: Array<{ resource?: { identifier?: Array<{ value?: unknown }> } }> }
-  for (const entry of parsed.entry ?? []) {
-    for (const identifier of entry.resource?.identifier ?? []) {
-      if (typeof identifier.value === "string" && !new RegExp(`^${uuidPattern.source}$`).test(identifier.value)) identifier.value = `${identifier.value}-${n}`
-    }
-  }
-  const fresh = new Map<string, string>()
-  const text = JSON.stringify(parsed).replace(uuidPattern, (uuid) => {
-    const replaced = fresh.get(uuid) ?? randomUUID()
-    fresh.set(uuid, replaced)
-    return replaced
-  })
-  return { file: `${bundle.file}#${n}`, text, resources: bundle.resources }
-}
-
-interface Loaded {
-  readonly copies: number
-  readonly resources: number
-  readonly seconds: number
-  readonly failed: number
-}
-
-/** Loads copies `from` to `to - 1` of every bundle with `settings.clients` clients; copies are made a few at a time. */
-const loadCopies = async (url: string, bundles: ReadonlyArray<IngestBundle>, from: number, to: number): Promise<Loaded> => {
-  let resources = 0
-  let failed = 0
-  const started = performance.now()
-  for (let n = from; n < to; n++) {
-    const copies = bundles.map((bundle) => copyOf(bundle, n))
-    const result = await runIngest({ url, bundles: copies, connections: settings.clients, signal: interrupted.signal })
-    resources += Math.round((result.resourcesPerSec ?? 0) * result.seconds)
-    failed += result.non2xx + result.errors
-    if (result.non2xx + result.errors > 0) progress(`copy ${n + 1}: ${result.non2xx} bundles answered non-2xx, ${result.errors} failed (${JSON.stringify(result.statusCodes)})`)
-    const elapsed = (performance.now() - started) / 1000
-    progress(`copy ${n + 1} of ${to} loaded: ${resources} resources in ${elapsed.toFixed(0)} s (${(resources / elapsed).toFixed(0)} resources/s)`)
-  }
-  return { copies: to - from, resources, seconds: (performance.now() - started) / 1000, failed }
-}
+const loadCopiesOf = (url: string, bundles: ReadonlyArray<IngestBundle>, from: number, to: number): Promise<Loaded> =>
+  loadCopies({ url, bundles, from, to, clients: settings.clients, signal: interrupted.signal, progress })
 
 /** Measures `workload` with the requests it was prepared with at 1x, so that both sizes send the same searches. */
 const measure = async (target: Target, workload: LoadWorkload, requests: Array<autocannon.Request>, size: string): Promise<Measurement> => {
@@ -124,7 +78,7 @@ const scaleOn = async (backend: Backend, workDir: string, packages: Packages, bu
   try {
     const target: Target = { server: "svc", backend: backend.kind, url: child.url, ids: [] }
     progress(`${backend.kind}: loading the 55 bundles once (1x)`)
-    const first = await loadCopies(child.url, bundles, 0, 1)
+    const first = await loadCopiesOf(child.url, bundles, 0, 1)
     const small = []
     const requests = []
     for (const workload of measuredWorkloads) {
@@ -132,7 +86,7 @@ const scaleOn = async (backend: Backend, workDir: string, packages: Packages, bu
       small.push(await measure(target, workload, requests[requests.length - 1]!, "1x"))
     }
     progress(`${backend.kind}: loading ${settings.copies - 1} more copies, with fresh ids and identifiers (${settings.copies}x)`)
-    const rest = await loadCopies(child.url, bundles, 1, settings.copies)
+    const rest = await loadCopiesOf(child.url, bundles, 1, settings.copies)
     const rows: Array<GrowthRow> = []
     for (const [i, workload] of measuredWorkloads.entries()) {
       const large = await measure(target, workload, requests[i]!, `${settings.copies}x`)
