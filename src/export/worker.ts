@@ -86,27 +86,26 @@ export const runJob = (context: WorkerContext, job: Job): Effect.Effect<RunEnd, 
     /** Appends `lines` of `type`, opening a new file when the current one would pass the size limit. */
     const append = (type: string, lines: ReadonlyArray<string>) =>
       Effect.gen(function*() {
-        let pending: Array<Buffer> = []
+        // The lines for the current file, written as one string (one copy into the file's buffer, not one per line).
+        let pending: Array<string> = []
         let pendingBytes = 0
-        let pendingCount = 0
         const flush = Effect.suspend(() => {
           if (part === undefined || pending.length === 0) return Effect.void
           const target = part
-          const chunks = pending
+          const text = `${pending.join("\n")}\n`
           const bytes = pendingBytes
-          const count = pendingCount
+          const count = pending.length
           pending = []
           pendingBytes = 0
-          pendingCount = 0
-          return Effect.map(io("writing a file", () => target.handle.writev(chunks)), () => {
+          return Effect.map(io("writing a file", () => target.handle.writeFile(text, "utf8")), () => {
             target.entry = { ...target.entry, count: target.entry.count + count, bytes: target.entry.bytes + bytes }
             files[files.findIndex((file) => file.name === target.entry.name)] = target.entry
           })
         })
         for (const line of lines) {
-          const bytes = Buffer.from(`${line}\n`, "utf8")
+          const bytes = Buffer.byteLength(line, "utf8") + 1
           const size = (part?.entry.bytes ?? 0) + pendingBytes
-          if (part === undefined || (size > 0 && size + bytes.length > context.maxFileBytes)) {
+          if (part === undefined || (size > 0 && size + bytes > context.maxFileBytes)) {
             yield* flush
             yield* closePart
             const n = files.filter((file) => file.type === type && file.error !== true).length + 1
@@ -118,9 +117,8 @@ export const runJob = (context: WorkerContext, job: Job): Effect.Effect<RunEnd, 
             files.push(entry)
             part = { entry, handle }
           }
-          pending.push(bytes)
-          pendingBytes += bytes.length
-          pendingCount += 1
+          pending.push(line)
+          pendingBytes += bytes
         }
         yield* flush
       })
