@@ -165,6 +165,7 @@ export const layer = Layer.scoped(Exports, Effect.gen(function*() {
   const writer = yield* Writer
   const catalog = yield* CatalogService
   const dir = yield* directoryOf(options)
+  if (options.works) yield* Effect.logInfo("export files", { dir })
   const wake = yield* Queue.sliding<void>(1)
   const ended = yield* PubSub.unbounded<string>()
   if (options.works) {

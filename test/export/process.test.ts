@@ -108,6 +108,24 @@ describe("export jobs across processes", async () => {
     await second.stop()
   }, 240_000)
 
+  it("keep nothing with --memory: the jobs and their files are gone when the server stops", async () => {
+    const cwd = scratch()
+    const server = await start(["--memory"], cwd)
+    await server.logged("serving")
+    const dir = String((await server.logged("export files"))["dir"])
+    const created = await fetch(`${server.url}/fhir/Patient`, { method: "POST", headers: { "content-type": "application/fhir+json" }, body: JSON.stringify({ resourceType: "Patient" }) })
+    expect(created.status).toBe(201)
+    const path = await kickOff(server)
+    expect(await exportedIds(server, path)).toHaveLength(1)
+    expect(readdirSync(dir)).toEqual([path.split("/")[2]])
+    expect((await server.stop()).code).toBe(0)
+    expect(existsSync(dir)).toBe(false)
+    const again = await start(["--memory"], cwd)
+    await again.logged("serving")
+    expect((await fetch(`${again.url}${path}`)).status).toBe(404)
+    await again.stop()
+  }, 120_000)
+
   const pg = await postgresAvailable()
   it.skipIf(!pg)("are taken over by the standby when the primary is stopped mid-job, every resource once, nothing of the old primary served", async () => {
     const database = await createTestDatabase()
