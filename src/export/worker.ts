@@ -50,6 +50,23 @@ export const errorFileName = "error.1.ndjson"
 export const removeJobFiles = (dir: string, id: string): Effect.Effect<void> =>
   Effect.ignore(io("removing the job's files", () => rm(jobDirectory(dir, id), { recursive: true, force: true })))
 
+const newline = Buffer.from("\n")
+
+/** Writes every byte of `chunks` (`bytes` in all) at the file's position: a write may take fewer than it is given. */
+const writeAll = async (handle: FileHandle, chunks: ReadonlyArray<Uint8Array>, bytes: number): Promise<void> => {
+  let left = [...chunks]
+  let remaining = bytes
+  while (remaining > 0) {
+    const { bytesWritten } = await handle.writev(left)
+    remaining -= bytesWritten
+    if (remaining === 0) return
+    // Drop what was written, and the written part of the chunk it stopped in.
+    let skip = bytesWritten
+    while (skip > 0 && skip >= left[0]!.byteLength) skip -= left.shift()!.byteLength
+    if (skip > 0) left = [left[0]!.subarray(skip), ...left.slice(1)]
+  }
+}
+
 /** The file being appended to: its entry in the output, and the open handle. */
 interface Part {
   entry: OutputFile
@@ -84,26 +101,28 @@ export const runJob = (context: WorkerContext, job: Job): Effect.Effect<RunEnd, 
       )
 
     /** Appends `lines` of `type`, opening a new file when the current one would pass the size limit. */
-    const append = (type: string, lines: ReadonlyArray<string>) =>
+    const append = (type: string, lines: ReadonlyArray<string | Uint8Array>) =>
       Effect.gen(function*() {
-        // The lines for the current file, written as one string (one copy into the file's buffer, not one per line).
-        let pending: Array<string> = []
+        let pending: Array<Uint8Array> = []
         let pendingBytes = 0
+        let pendingCount = 0
         const flush = Effect.suspend(() => {
           if (part === undefined || pending.length === 0) return Effect.void
           const target = part
-          const text = `${pending.join("\n")}\n`
+          const chunks = pending
           const bytes = pendingBytes
-          const count = pending.length
+          const count = pendingCount
           pending = []
           pendingBytes = 0
-          return Effect.map(io("writing a file", () => target.handle.writeFile(text, "utf8")), () => {
+          pendingCount = 0
+          return Effect.map(io("writing a file", () => writeAll(target.handle, chunks, bytes)), () => {
             target.entry = { ...target.entry, count: target.entry.count + count, bytes: target.entry.bytes + bytes }
             files[files.findIndex((file) => file.name === target.entry.name)] = target.entry
           })
         })
         for (const line of lines) {
-          const bytes = Buffer.byteLength(line, "utf8") + 1
+          const data = typeof line === "string" ? Buffer.from(line, "utf8") : line
+          const bytes = data.byteLength + 1
           const size = (part?.entry.bytes ?? 0) + pendingBytes
           if (part === undefined || (size > 0 && size + bytes > context.maxFileBytes)) {
             yield* flush
@@ -117,8 +136,9 @@ export const runJob = (context: WorkerContext, job: Job): Effect.Effect<RunEnd, 
             files.push(entry)
             part = { entry, handle }
           }
-          pending.push(line)
+          pending.push(data, newline)
           pendingBytes += bytes
+          pendingCount += 1
         }
         yield* flush
       })
