@@ -143,6 +143,22 @@ export const runJob = (context: WorkerContext, job: Job): Effect.Effect<RunEnd, 
         yield* flush
       })
 
+    /**
+     * Reads the next batch and appends it: how many resources and bytes, and the last id. Only these outlive it, so
+     * that the batch is garbage before the checkpoint's waits (not carried into the heap's old generation).
+     */
+    const copyBatch = (type: string, segment: number, after: string | null, limit: number) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const rows = yield* context.db.withReader((sql) =>
+          readBatch(sql, catalog, { spec, caller: job.caller, transactionTs: job.transactionTs, type, segment, after, now, rows: limit })
+        )
+        if (rows.length === 0) return undefined
+        const lines = rows.map((row) => row.content)
+        yield* append(type, lines)
+        return { rows: rows.length, bytes: lines.reduce((sum, line) => sum + line.length, 0), last: rows[rows.length - 1]!.id }
+      })
+
     const run = Effect.gen(function*() {
       for (let t = job.progress.type; t < spec.types.length; t++) {
         const type = spec.types[t]!
@@ -151,17 +167,12 @@ export const runJob = (context: WorkerContext, job: Job): Effect.Effect<RunEnd, 
           let after = resumed && segment === job.progress.segment ? job.progress.after : null
           let limit = nextBatchRows(0, 0)
           for (;;) {
-            const now = yield* Clock.currentTimeMillis
-            const rows = yield* context.db.withReader((sql) =>
-              readBatch(sql, catalog, { spec, caller: job.caller, transactionTs: job.transactionTs, type, segment, after, now, rows: limit })
-            )
-            if (rows.length === 0) break
-            const lines = rows.map((row) => row.content)
-            yield* append(type, lines)
-            const full = rows.length >= limit
-            limit = nextBatchRows(rows.length, lines.reduce((sum, line) => sum + line.length, 0))
-            written += rows.length
-            after = rows[rows.length - 1]!.id
+            const batch = yield* copyBatch(type, segment, after, limit)
+            if (batch === undefined) break
+            const full = batch.rows >= limit
+            limit = nextBatchRows(batch.rows, batch.bytes)
+            written += batch.rows
+            after = batch.last
             if (!(yield* save({ type: t, segment, after, files, written }))) return "stopped" as const
             if (!full) break
           }
