@@ -114,6 +114,8 @@ const work = (
         Effect.catchAllCause((cause) =>
           Effect.gen(function*() {
             const reason = reasonOf(cause)
+            const now = yield* Effect.orElseSucceed(readJob(db.writer, job.id), () => undefined)
+            if (now?.state === "cancelled") return "stopped" as const
             yield* Effect.logError("export job failed; it is started again unless it was started 3 times", { job: job.id, reason })
             yield* Effect.ignore(releaseJob(db, writer, job.id, worker, reason))
             return "failed" as const
@@ -181,7 +183,7 @@ export const layer = Layer.scoped(Exports, Effect.gen(function*() {
         yield* Queue.offer(wake, undefined)
         return id
       }),
-    job: (id) => (isJobId(id) ? readJob(db.writer, id) : Effect.succeed(undefined)),
+    job: (id) => (isJobId(id) ? db.withReader((sql) => readJob(sql, id)) : Effect.succeed(undefined)),
     cancel: (id) =>
       isJobId(id)
         ? Effect.tap(cancelJob(db, writer, id), (cancelled) => (cancelled ? Effect.zipRight(removeJobFiles(dir, id), PubSub.publish(ended, id)) : Effect.void))
