@@ -92,6 +92,8 @@ export const capabilityStatement = (catalog: Catalog, options: {
     status: "active",
     date: options.date,
     kind: "instance",
+    // Bulk Data Access 2.0's server capabilities (docs/export.md).
+    instantiates: ["http://hl7.org/fhir/uv/bulkdata/CapabilityStatement/bulk-data"],
     software: { name: "svc", version: buildVersion },
     // The base is known only from server.public_url: a Host header must not decide a statement shared by every client.
     implementation: { description: "svc FHIR R4 server", ...(options.base === undefined ? {} : { url: options.base }) },

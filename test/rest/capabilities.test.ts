@@ -135,6 +135,7 @@ for (const backend of backendsUnderTest) {
         Effect.gen(function*() {
           const statement = yield* metadata
           const rest = statement.rest[0]!
+          expect(statement["instantiates"]).toEqual(["http://hl7.org/fhir/uv/bulkdata/CapabilityStatement/bulk-data"])
           const patient = resourceOf(statement, "Patient")
           expect(patient).toMatchObject({
             versioning: "versioned-update",
