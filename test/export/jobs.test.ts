@@ -5,6 +5,7 @@
  * writing past its last checkpoint and a second one that resumes with every resource exactly once, and the
  * snapshot: resources as they were at the job's transaction commit.
  */
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, TestClock } from "effect"
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
@@ -14,6 +15,8 @@ import type { Catalog } from "../../src/catalog/Catalog.ts"
 import { Database } from "../../src/db/Database.ts"
 import { Writer } from "../../src/db/Writer.ts"
 import { type ExportSpec, insertJob, type Job, readJob, takeJob, type WorkerId } from "../../src/export/jobs.ts"
+import { Exports } from "../../src/export/Exports.ts"
+import { exportRoutes } from "../../src/export/routes.ts"
 import { removeJobFiles, runJob, type WorkerContext } from "../../src/export/worker.ts"
 import { deleteResource, putVersion } from "../../src/store/versions.ts"
 import { backends } from "../support/backends.ts"
@@ -52,6 +55,27 @@ const served = (dir: string, finished: Job) =>
     readFileSync(join(dir, finished.id, file.disk)).subarray(0, file.bytes).toString("utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line))
   )
 
+/** `GET /export/{id}` as the endpoint answers it, for a caller without a token and no --smart. */
+const status = (id: string) =>
+  Effect.gen(function*() {
+    const db = yield* Database
+    const handler = exportRoutes({ smart: false, root: "http://127.0.0.1:8080" })["/export/{job}"]!
+    const response = yield* handler({
+      http: HttpServerRequest.fromWeb(new Request(`http://127.0.0.1:8080/export/${id}`)),
+      path: `/export/${id}`,
+      params: { job: id },
+      principal: { _tag: "Anonymous", address: "127.0.0.1" }
+    }).pipe(Effect.provideService(Exports, Exports.of({
+      kickOff: () => Effect.die("not used"),
+      job: (job) => readJob(db.writer, job),
+      cancel: () => Effect.succeed(false),
+      awaitEnd: () => Effect.void,
+      dir: ""
+    })))
+    const web = HttpServerResponse.toWeb(response)
+    return { status: web.status, body: (yield* Effect.promise(() => web.json())) as any }
+  })
+
 const A: WorkerId = { holder: "server-a", epoch: 1, exclusive: false }
 const B: WorkerId = { holder: "server-b", epoch: 1, exclusive: false }
 
@@ -78,6 +102,12 @@ for (const backend of backends) {
         const failed = yield* job("11111111-1111-4111-8111-111111111111")
         expect(failed?.state).toBe("failed")
         expect(failed?.message).toContain("started 3 times without finishing")
+        // Its status: a 500 OperationOutcome saying why.
+        const answer = yield* status("11111111-1111-4111-8111-111111111111")
+        expect(answer.status).toBe(500)
+        expect(answer.body.resourceType).toBe("OperationOutcome")
+        expect(answer.body.issue[0].code).toBe("exception")
+        expect(answer.body.issue[0].diagnostics).toMatch(/^export job 11111111-1111-4111-8111-111111111111 failed: the export was started 3 times without finishing/)
         yield* TestClock.adjust("1 hour")
         expect(yield* take({ holder: "server-d", epoch: 9, exclusive: true })).toBeUndefined()
         expect((yield* job("11111111-1111-4111-8111-111111111111"))?.starts).toBe(3)
