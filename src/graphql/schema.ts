@@ -1,0 +1,167 @@
+/**
+ * The GraphQL schema of the installed FHIR types (FHIR R4 GraphQL, https://hl7.org/fhir/R4/graphql.html): an
+ * object type for every resource type and every complex data type they reach, read from the StructureDefinitions'
+ * snapshots, so that a package that adds or changes a type changes the schema with the next catalog.
+ *
+ * - Elements are fields under their JSON names: a choice element under each of its types (`valueQuantity`,
+ *   `valueString`...), a repeating element as a list.
+ * - A primitive is a scalar (`boolean` Boolean; `integer`, `positiveInt`, `unsignedInt` Int; `decimal` Float; every
+ *   other primitive String), with a field `_name` of type `Element` (its `id` and `extension`), as FHIR JSON writes it.
+ * - A backbone element is a type named after its path (`Patient.contact` is `PatientContact`); an element that
+ *   repeats another's definition (`contentReference`) has that element's type.
+ * - A `Resource` (`contained`, `Bundle.entry.resource`) is the union of the resource types, told apart by their
+ *   `resourceType`; every resource type has a `resourceType` field.
+ *
+ * Fields resolve to the properties of the resource's JSON of the same name (GraphQL's default), which is why the
+ * names are the JSON names. A schema is built once per catalog (`schemaOf`).
+ */
+import {
+  GraphQLBoolean,
+  type GraphQLFieldConfig,
+  type GraphQLFieldConfigMap,
+  GraphQLFloat,
+  GraphQLID,
+  GraphQLInt,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  type GraphQLOutputType,
+  type GraphQLScalarType,
+  GraphQLSchema,
+  GraphQLString,
+  GraphQLUnionType
+} from "graphql"
+import type { Catalog } from "../catalog/Catalog.ts"
+import type { ElementDefinition, StructureDefinition } from "../catalog/definitions.ts"
+
+/** How the schema reads a resource by id: the query root's `Type(id: ...)` fields. */
+export interface SchemaSources {
+  readonly read: (type: string, id: string) => Promise<Record<string, unknown> | undefined>
+}
+
+/** The scalar of a FHIR primitive type (or of the FHIRPath system types an element's `id` and `value` use). */
+const scalarOf = (code: string): GraphQLScalarType => {
+  switch (code) {
+    case "boolean":
+    case "http://hl7.org/fhirpath/System.Boolean":
+      return GraphQLBoolean
+    case "integer":
+    case "positiveInt":
+    case "unsignedInt":
+    case "http://hl7.org/fhirpath/System.Integer":
+      return GraphQLInt
+    case "decimal":
+    case "http://hl7.org/fhirpath/System.Decimal":
+      return GraphQLFloat
+    default:
+      return GraphQLString
+  }
+}
+
+const pascal = (text: string): string => text.charAt(0).toUpperCase() + text.slice(1)
+
+/** Whether a type code is a primitive: FHIR's primitives begin with a lower-case letter; the FHIRPath types are URLs. */
+const isPrimitive = (catalog: Catalog, code: string): boolean =>
+  code.startsWith("http://hl7.org/fhirpath/") || catalog.structureDefinitionForType(code)?.kind === "primitive-type" || /^[a-z]/.test(code)
+
+/** The JSON names of an element: `value[x]` of types Quantity and string is `valueQuantity` and `valueString`. */
+const jsonNames = (name: string, codes: ReadonlyArray<string>): ReadonlyArray<{ readonly json: string; readonly code: string | undefined }> => {
+  if (!name.endsWith("[x]")) return [{ json: name, code: codes.length === 1 ? codes[0] : undefined }]
+  const base = name.slice(0, -3)
+  return codes.map((code) => ({ json: base + pascal(code), code }))
+}
+
+/** The name of the type of a backbone element at `path`: `Patient.contact` → `PatientContact`. */
+export const backboneName = (path: string): string => path.split(".").map(pascal).join("")
+
+/** The children of the element at `path` in a snapshot: those one segment below it, slices left out. */
+const childrenOf = (elements: ReadonlyArray<ElementDefinition>, path: string): ReadonlyArray<ElementDefinition> =>
+  elements.filter((element) => element.sliceName === undefined && element.path.startsWith(`${path}.`) && !element.path.slice(path.length + 1).includes("."))
+
+const repeats = (element: ElementDefinition): boolean => element.max !== undefined && element.max !== "0" && element.max !== "1"
+
+/** Builds the schema of `catalog`. */
+export const buildSchema = (catalog: Catalog, sources: SchemaSources): GraphQLSchema => {
+  const types = new Map<string, GraphQLObjectType>()
+  const resourceTypes = catalog.resourceTypes.filter((type) => catalog.structureDefinitionForType(type) !== undefined)
+
+  const resourceUnion: GraphQLUnionType = new GraphQLUnionType({
+    name: "Resource",
+    description: "Any resource, told apart by its resourceType",
+    types: () => resourceTypes.map((type) => objectType(type)),
+    resolveType: (value: unknown) => (typeof value === "object" && value !== null ? String((value as Record<string, unknown>)["resourceType"]) : undefined)
+  })
+
+  // `Element`: what the `_name` field of a primitive holds (its id and extensions), built from its own definition.
+  const elementType = (): GraphQLObjectType => objectType("Element")
+
+  /** The output type of one type code of an element at `path` (a backbone element's own type when it has children). */
+  const fieldType = (owner: StructureDefinition, element: ElementDefinition, code: string | undefined): GraphQLOutputType => {
+    const elements = owner.snapshot?.element ?? []
+    if (element.contentReference?.startsWith("#") === true) {
+      const target = element.contentReference.slice(1)
+      return backboneType(owner, elements.find((candidate) => candidate.path === target)!)
+    }
+    if (code === undefined) return GraphQLString
+    if ((code === "BackboneElement" || code === "Element") && childrenOf(elements, element.path).length > 0) return backboneType(owner, element)
+    if (code === "Resource" || code === "DomainResource") return resourceUnion
+    if (isPrimitive(catalog, code)) return scalarOf(code)
+    if (catalog.isResourceType(code)) return objectType(code)
+    return catalog.structureDefinitionForType(code) === undefined ? GraphQLString : objectType(code)
+  }
+
+  /** The fields of the elements directly under `path` in `owner`'s snapshot. */
+  const fieldsOf = (owner: StructureDefinition, path: string): GraphQLFieldConfigMap<unknown, unknown> => {
+    const fields: Record<string, GraphQLFieldConfig<unknown, unknown>> = {}
+    for (const element of childrenOf(owner.snapshot?.element ?? [], path)) {
+      const name = element.path.slice(path.length + 1)
+      const codes = element.type.map((type) => type.code)
+      for (const { json, code } of jsonNames(name, codes)) {
+        if (!/^[_A-Za-z][_0-9A-Za-z]*$/.test(json)) continue
+        const type = fieldType(owner, element, code)
+        fields[json] = { type: repeats(element) ? new GraphQLList(type) : type }
+        if (code !== undefined && isPrimitive(catalog, code) && !code.startsWith("http://hl7.org/fhirpath/")) {
+          fields[`_${json}`] = { type: repeats(element) ? new GraphQLList(elementType()) : elementType() }
+        }
+      }
+    }
+    return fields
+  }
+
+  const backboneType = (owner: StructureDefinition, element: ElementDefinition): GraphQLObjectType => {
+    const name = backboneName(element.path)
+    const known = types.get(name)
+    if (known !== undefined) return known
+    const made = new GraphQLObjectType({ name, fields: () => fieldsOf(owner, element.path) })
+    types.set(name, made)
+    return made
+  }
+
+  function objectType(code: string): GraphQLObjectType {
+    const known = types.get(code)
+    if (known !== undefined) return known
+    const definition = catalog.structureDefinitionForType(code)!
+    const resource = catalog.isResourceType(code)
+    const made = new GraphQLObjectType({
+      name: code,
+      fields: () => ({
+        ...(resource ? { resourceType: { type: GraphQLString } } : {}),
+        ...fieldsOf(definition, definition.snapshot?.element[0]?.path ?? code)
+      })
+    })
+    types.set(code, made)
+    return made
+  }
+
+  const query = new GraphQLObjectType({
+    name: "Query",
+    fields: () =>
+      Object.fromEntries(resourceTypes.map((type) => [type, {
+        type: objectType(type),
+        description: `The ${type} of this id (FHIR GraphQL, instance read)`,
+        args: { id: { type: new GraphQLNonNull(GraphQLID) } },
+        resolve: (_root: unknown, args: { readonly id: string }) => sources.read(type, args.id)
+      }]))
+  })
+  return new GraphQLSchema({ query, types: [resourceUnion] })
+}

@@ -1,0 +1,98 @@
+/**
+ * The GraphQL schema of the R4 catalog (src/graphql/schema.ts): it is a valid schema, a GraphQL client's
+ * introspection query loads it, its types follow FHIR GraphQL (choice elements, primitives with their `_` fields,
+ * backbone elements, the Resource union), and a query for a resource by id is answered from its JSON, the
+ * R4 example Patient with its extensions.
+ */
+import { buildClientSchema, getIntrospectionQuery, graphql, type GraphQLObjectType, validateSchema } from "graphql"
+import { beforeAll, describe, expect, it } from "vitest"
+import type { Catalog } from "../../src/catalog/Catalog.ts"
+import { buildSchema } from "../../src/graphql/schema.ts"
+import { loadCatalog } from "../validation/support.ts"
+
+let catalog: Catalog | undefined
+beforeAll(async () => {
+  catalog = await loadCatalog()
+})
+
+const fieldsOf = (schema: ReturnType<typeof buildSchema>, type: string) => (schema.getType(type) as GraphQLObjectType).getFields()
+
+describe("the GraphQL schema of the R4 catalog", () => {
+  it("is a valid schema that introspection loads, with every resource type", async () => {
+    if (catalog === undefined) return
+    const schema = buildSchema(catalog, { read: async () => undefined })
+    expect(validateSchema(schema)).toEqual([])
+    const introspection = await graphql({ schema, source: getIntrospectionQuery() })
+    expect(introspection.errors).toBeUndefined()
+    const client = buildClientSchema(introspection.data as any)
+    for (const type of ["Patient", "Observation", "Bundle", "StructureDefinition", "HumanName", "Quantity", "Extension"]) {
+      expect([type, client.getType(type)?.name]).toEqual([type, type])
+    }
+    expect(Object.keys((client.getType("Query") as GraphQLObjectType).getFields()).length).toBe(catalog.resourceTypes.length)
+  })
+
+  it("names fields as FHIR JSON does: choices by type, primitives with their _ fields, lists, backbone types, the Resource union", () => {
+    if (catalog === undefined) return
+    const schema = buildSchema(catalog, { read: async () => undefined })
+    const observation = fieldsOf(schema, "Observation")
+    expect(String(observation["valueQuantity"]!.type)).toBe("Quantity")
+    expect(String(observation["valueString"]!.type)).toBe("String")
+    expect(String(observation["_valueString"]!.type)).toBe("Element")
+    expect(String(observation["component"]!.type)).toBe("[ObservationComponent]")
+    expect(String(fieldsOf(schema, "ObservationComponent")["referenceRange"]!.type)).toBe("[ObservationReferenceRange]")
+    expect(observation["value"]).toBeUndefined()
+    const patient = fieldsOf(schema, "Patient")
+    expect(String(patient["birthDate"]!.type)).toBe("String")
+    expect(String(patient["_birthDate"]!.type)).toBe("Element")
+    expect(String(patient["active"]!.type)).toBe("Boolean")
+    expect(String(patient["multipleBirthInteger"]!.type)).toBe("Int")
+    expect(String(patient["name"]!.type)).toBe("[HumanName]")
+    expect(String(patient["contact"]!.type)).toBe("[PatientContact]")
+    expect(String(patient["contained"]!.type)).toBe("[Resource]")
+    expect(String(patient["resourceType"]!.type)).toBe("String")
+    expect(String(fieldsOf(schema, "HumanName")["given"]!.type)).toBe("[String]")
+    expect(String(fieldsOf(schema, "HumanName")["_given"]!.type)).toBe("[Element]")
+    expect(String(fieldsOf(schema, "Quantity")["value"]!.type)).toBe("Float")
+    expect(String(fieldsOf(schema, "Element")["extension"]!.type)).toBe("[Extension]")
+  })
+
+  it("answers a query for a resource by id from its JSON, extensions and _ fields included", async () => {
+    if (catalog === undefined) return
+    // Of the R4 example Patient (patient-example.json), as stored.
+    const patient = {
+      resourceType: "Patient",
+      id: "example",
+      active: true,
+      name: [
+        { use: "official", family: "Chalmers", given: ["Peter", "James"] },
+        { use: "usual", given: ["Jim"] },
+        { use: "maiden", family: "Windsor", given: ["Peter", "James"], period: { end: "2002" } }
+      ],
+      gender: "male",
+      birthDate: "1974-12-25",
+      _birthDate: { extension: [{ url: "http://hl7.org/fhir/StructureDefinition/patient-birthTime", valueDateTime: "1974-12-25T14:35:45-05:00" }] }
+    }
+    const schema = buildSchema(catalog, { read: async (type, id) => (type === "Patient" && id === "example" ? patient : undefined) })
+    const result = await graphql({
+      schema,
+      source: `{ Patient(id: "example") { id active birthDate _birthDate { extension { url valueDateTime } } name { use family given } } missing: Patient(id: "nobody") { id } }`
+    })
+    expect(result.errors).toBeUndefined()
+    expect(result.data).toEqual({
+      Patient: {
+        id: "example",
+        active: true,
+        birthDate: "1974-12-25",
+        _birthDate: { extension: [{ url: "http://hl7.org/fhir/StructureDefinition/patient-birthTime", valueDateTime: "1974-12-25T14:35:45-05:00" }] },
+        name: [
+          { use: "official", family: "Chalmers", given: ["Peter", "James"] },
+          { use: "usual", family: null, given: ["Jim"] },
+          { use: "maiden", family: "Windsor", given: ["Peter", "James"] }
+        ]
+      },
+      missing: null
+    })
+    const unknown = await graphql({ schema, source: `{ Patient(id: "example") { colour } }` })
+    expect(unknown.errors?.[0]?.message).toBe('Cannot query field "colour" on type "Patient".')
+  })
+})
