@@ -40,6 +40,7 @@ import { SyncTokens } from "../sync/SyncTokens.ts"
 import { generatedSecrets, SmartSecrets } from "../auth/SmartSecrets.ts"
 import * as TerminologyPull from "../terminology/pull/TerminologyPull.ts"
 import { exportRoutes } from "../export/routes.ts"
+import { graphqlRoutes } from "../graphql/endpoint.ts"
 
 export const edgeOptions = (config: AppConfig): EdgeOptions => ({
   role: config.cluster.role,
@@ -175,6 +176,8 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
     for (const [path, handler] of Object.entries(exportRoutes({ smart: config.smart.enabled, root: exportRoot }))) {
       rootHandlers[path] = served(handler, services)
     }
+    // FHIR GraphQL (docs/graphql.md).
+    for (const [path, handler] of Object.entries(graphqlRoutes({ smart: config.smart.enabled }))) rootHandlers[path] = served(handler, services)
     let syncTokens: SyncTokens["Type"] | undefined
     if (config.smart.enabled) {
       const secrets = Option.getOrElse(yield* Effect.serviceOption(SmartSecrets), generatedSecrets)

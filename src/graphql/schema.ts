@@ -13,7 +13,8 @@
  *   `resourceType`; every resource type has a `resourceType` field.
  *
  * Fields resolve to the properties of the resource's JSON of the same name (GraphQL's default), which is why the
- * names are the JSON names. A schema is built once per catalog (`schemaOf`).
+ * names are the JSON names. A schema is built once per catalog (`schemaOf`); what a query reads comes with it, as
+ * its context (`GraphQLContext`).
  */
 import {
   GraphQLBoolean,
@@ -34,9 +35,12 @@ import {
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { ElementDefinition, StructureDefinition } from "../catalog/definitions.ts"
 
-/** How the schema reads a resource by id: the query root's `Type(id: ...)` fields. */
-export interface SchemaSources {
-  readonly read: (type: string, id: string) => Promise<Record<string, unknown> | undefined>
+/**
+ * What a query is executed with (GraphQL's context value): how the query root's `Type(id: ...)` fields read a
+ * resource, as the caller may (a refusal or an unknown resource is an error of that field).
+ */
+export interface GraphQLContext {
+  readonly read: (type: string, id: string) => Promise<Record<string, unknown>>
 }
 
 /** The scalar of a FHIR primitive type (or of the FHIRPath system types an element's `id` and `value` use). */
@@ -81,7 +85,7 @@ const childrenOf = (elements: ReadonlyArray<ElementDefinition>, path: string): R
 const repeats = (element: ElementDefinition): boolean => element.max !== undefined && element.max !== "0" && element.max !== "1"
 
 /** Builds the schema of `catalog`. */
-export const buildSchema = (catalog: Catalog, sources: SchemaSources): GraphQLSchema => {
+export const buildSchema = (catalog: Catalog): GraphQLSchema => {
   const types = new Map<string, GraphQLObjectType>()
   const resourceTypes = catalog.resourceTypes.filter((type) => catalog.structureDefinitionForType(type) !== undefined)
 
@@ -160,8 +164,20 @@ export const buildSchema = (catalog: Catalog, sources: SchemaSources): GraphQLSc
         type: objectType(type),
         description: `The ${type} of this id (FHIR GraphQL, instance read)`,
         args: { id: { type: new GraphQLNonNull(GraphQLID) } },
-        resolve: (_root: unknown, args: { readonly id: string }) => sources.read(type, args.id)
+        resolve: (_root: unknown, args: { readonly id: string }, context: GraphQLContext) => context.read(type, args.id)
       }]))
   })
   return new GraphQLSchema({ query, types: [resourceUnion] })
+}
+
+const schemas = new WeakMap<Catalog, GraphQLSchema>()
+
+/** The schema of `catalog`, built on first use and kept while the catalog is (a new catalog has a new schema). */
+export const schemaOf = (catalog: Catalog): GraphQLSchema => {
+  let schema = schemas.get(catalog)
+  if (schema === undefined) {
+    schema = buildSchema(catalog)
+    schemas.set(catalog, schema)
+  }
+  return schema
 }

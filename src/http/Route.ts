@@ -159,8 +159,8 @@ export const fhirRoute = (method: string, segments: ReadonlyArray<string>): Rout
   return unknown
 }
 
-/** The cost class of a root endpoint: `/sync` is its own class, `/graphql` queries like a search, the rest read. */
-const rootCost = (path: string): CostClass => (path === "/sync" ? "sync" : path === "/graphql" ? "search" : "read")
+/** The cost class of a root endpoint: `/sync` is its own class, `/graphql` an operation (docs/graphql.md), the rest read. */
+const rootCost = (path: string): CostClass => (path === "/sync" ? "sync" : path === "/graphql" ? "operation" : "read")
 
 const rootRoute = (path: string): Route => {
   for (const entry of rootRoutes) {

@@ -20,7 +20,7 @@ const fieldsOf = (schema: ReturnType<typeof buildSchema>, type: string) => (sche
 describe("the GraphQL schema of the R4 catalog", () => {
   it("is a valid schema that introspection loads, with every resource type", async () => {
     if (catalog === undefined) return
-    const schema = buildSchema(catalog, { read: async () => undefined })
+    const schema = buildSchema(catalog)
     expect(validateSchema(schema)).toEqual([])
     const introspection = await graphql({ schema, source: getIntrospectionQuery() })
     expect(introspection.errors).toBeUndefined()
@@ -33,7 +33,7 @@ describe("the GraphQL schema of the R4 catalog", () => {
 
   it("names fields as FHIR JSON does: choices by type, primitives with their _ fields, lists, backbone types, the Resource union", () => {
     if (catalog === undefined) return
-    const schema = buildSchema(catalog, { read: async () => undefined })
+    const schema = buildSchema(catalog)
     const observation = fieldsOf(schema, "Observation")
     expect(String(observation["valueQuantity"]!.type)).toBe("Quantity")
     expect(String(observation["valueString"]!.type)).toBe("String")
@@ -72,12 +72,19 @@ describe("the GraphQL schema of the R4 catalog", () => {
       birthDate: "1974-12-25",
       _birthDate: { extension: [{ url: "http://hl7.org/fhir/StructureDefinition/patient-birthTime", valueDateTime: "1974-12-25T14:35:45-05:00" }] }
     }
-    const schema = buildSchema(catalog, { read: async (type, id) => (type === "Patient" && id === "example" ? patient : undefined) })
+    const schema = buildSchema(catalog)
+    const contextValue = {
+      read: async (type: string, id: string) => {
+        if (type === "Patient" && id === "example") return patient
+        throw new Error(`${type}/${id} is not known`)
+      }
+    }
     const result = await graphql({
       schema,
+      contextValue,
       source: `{ Patient(id: "example") { id active birthDate _birthDate { extension { url valueDateTime } } name { use family given } } missing: Patient(id: "nobody") { id } }`
     })
-    expect(result.errors).toBeUndefined()
+    expect(result.errors?.map((error) => [error.message, error.path])).toEqual([["Patient/nobody is not known", ["missing"]]])
     expect(result.data).toEqual({
       Patient: {
         id: "example",
@@ -92,7 +99,7 @@ describe("the GraphQL schema of the R4 catalog", () => {
       },
       missing: null
     })
-    const unknown = await graphql({ schema, source: `{ Patient(id: "example") { colour } }` })
+    const unknown = await graphql({ schema, contextValue, source: `{ Patient(id: "example") { colour } }` })
     expect(unknown.errors?.[0]?.message).toBe('Cannot query field "colour" on type "Patient".')
   })
 })

@@ -31,7 +31,7 @@ const endpoints: ReadonlyArray<readonly [path: string, methods: ReadonlyArray<st
 ]
 
 /** Endpoints built since: their own tests cover them (test/governance/metering.http.test.ts, requestLogEndpoint.test.ts, audit.endpoint.test.ts, test/sync/, test/export/). */
-const built = new Set(["/_usage", "/_requests", "/_audit", "/_audit/verify", "/sync", "/export/job-1", "/export/job-1/file"])
+const built = new Set(["/_usage", "/_requests", "/_audit", "/_audit/verify", "/sync", "/graphql", "/export/job-1", "/export/job-1/file"])
 
 describe("the root route table", () => {
   layer(Layer.scoped(Server, startServer("sqlite")), { timeout: 60_000, excludeTestServices: true })((it) => {
@@ -54,7 +54,7 @@ describe("the root route table", () => {
     it.effect("answers HEAD as GET where an endpoint takes GET", () =>
       Effect.gen(function*() {
         const { url } = yield* Server
-        const reply = yield* call("HEAD", `${url}/graphql`)
+        const reply = yield* call("HEAD", `${url}/.well-known/smart-configuration`)
         expect([reply.status, reply.headers.get("content-type"), reply.text]).toEqual([501, "application/fhir+json; charset=utf-8", ""])
         const served = yield* call("HEAD", `${url}/_audit`)
         expect([served.status, served.headers.get("content-type"), served.text]).toEqual([200, "application/fhir+json; charset=utf-8", ""])

@@ -34,7 +34,7 @@ const table: ReadonlyArray<readonly [method: string, url: string, expected: Reco
   ["GET", "/fhir/Patient/p%2D1", { interaction: "read", id: "p-1" }],
   ["GET", "/fhir/Patient/%E0%A4%A", { interaction: "unknown" }],
   ["GET", "/sync", { interaction: "root-endpoint", cost: "sync" }],
-  ["POST", "/graphql", { interaction: "root-endpoint", cost: "search" }],
+  ["POST", "/graphql", { interaction: "root-endpoint", cost: "operation" }],
   ["GET", "/export/job-1/file", { interaction: "root-endpoint", cost: "read" }],
   ["GET", "/_usage?day=1", { interaction: "root-endpoint", cost: "read" }],
   ["POST", "/auth/token", { interaction: "root-endpoint", cost: "read" }],

@@ -1,0 +1,129 @@
+/**
+ * `/graphql` (docs/graphql.md): FHIR GraphQL (https://hl7.org/fhir/R4/graphql.html) over HTTP, as GraphQL over HTTP
+ * has it: `GET /graphql?query=...&variables=...&operationName=...`, or `POST` with `application/json`
+ * (`{"query", "variables", "operationName"}`) or `application/graphql` (the query as the body). The query is
+ * parsed, validated and executed by the `graphql` package against the catalog's schema (schema.ts); what it reads
+ * is read as the caller may (docs/smart.md, "Scopes"): a resource the caller may not read is an error of its field,
+ * as one that does not exist is. The answer is `application/json`, `{ "data", "errors" }`: 200 once the request is a
+ * GraphQL request (its errors, parse and validation errors included, in `errors`), 400 when it is not one.
+ */
+import { HttpServerResponse } from "@effect/platform"
+import { Cause, Effect, Exit, Runtime } from "effect"
+import { graphql } from "graphql"
+import { accessOf } from "../auth/access/Access.ts"
+import { granted, seen } from "../auth/access/enforce.ts"
+import type { Catalog } from "../catalog/Catalog.ts"
+import { CatalogService } from "../catalog/CatalogService.ts"
+import { Database } from "../db/Database.ts"
+import { outcomeResponse } from "../http/OperationOutcome.ts"
+import type { Principal } from "../http/Principal.ts"
+import type { RootHandler, RootRequest } from "../http/RootRoutes.ts"
+import { readCurrent } from "../store/reads.ts"
+import { type GraphQLContext, schemaOf } from "./schema.ts"
+
+/** The most bytes of a request body (a query and its variables). */
+const maxRequestBytes = 1024 * 1024
+
+interface GraphQLRequest {
+  readonly query: string
+  readonly variables: Record<string, unknown> | undefined
+  readonly operationName: string | undefined
+}
+
+const notGraphQL = (message: string) => outcomeResponse("invalid", `/graphql: ${message}`, { status: 400 })
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
+
+/** The request's query, variables and operation name, or the reason it is not a GraphQL request. */
+const readRequest = (request: RootRequest): Effect.Effect<GraphQLRequest | string> =>
+  Effect.gen(function*() {
+    if (request.http.method === "GET" || request.http.method === "HEAD") {
+      const params = new URL(request.http.url, "http://localhost").searchParams
+      const query = params.get("query")
+      if (query === null || query.trim() === "") return "a GET gives the query as the parameter 'query'"
+      const variablesText = params.get("variables")
+      let variables: unknown
+      if (variablesText !== null && variablesText !== "") {
+        try {
+          variables = JSON.parse(variablesText)
+        } catch {
+          return "the parameter 'variables' is not JSON"
+        }
+        if (!isRecord(variables)) return "the parameter 'variables' is not a JSON object"
+      }
+      return { query, variables: variables as Record<string, unknown> | undefined, operationName: params.get("operationName") ?? undefined }
+    }
+    const type = (request.http.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
+    const length = Number(request.http.headers["content-length"] ?? "0")
+    if (length > maxRequestBytes) return `the body is larger than ${maxRequestBytes} bytes`
+    const text = yield* request.http.text.pipe(Effect.orElseSucceed(() => undefined))
+    if (text === undefined) return "the body could not be read"
+    if (Buffer.byteLength(text) > maxRequestBytes) return `the body is larger than ${maxRequestBytes} bytes`
+    if (type === "application/graphql") return { query: text, variables: undefined, operationName: undefined }
+    if (type !== "application/json") return `a POST is application/json ({"query": ...}) or application/graphql, not ${type === "" ? "without a type" : type}`
+    let body: unknown
+    try {
+      body = JSON.parse(text)
+    } catch {
+      return "the body is not JSON"
+    }
+    if (!isRecord(body) || typeof body["query"] !== "string" || body["query"].trim() === "") return "the body needs 'query', a string"
+    if (body["variables"] !== undefined && body["variables"] !== null && !isRecord(body["variables"])) return "'variables' is not a JSON object"
+    if (body["operationName"] !== undefined && body["operationName"] !== null && typeof body["operationName"] !== "string") return "'operationName' is not a string"
+    return {
+      query: body["query"],
+      variables: (body["variables"] ?? undefined) as Record<string, unknown> | undefined,
+      operationName: (body["operationName"] ?? undefined) as string | undefined
+    }
+  })
+
+/** Reads `type/id` as `principal` may: the resource, or a failure whose message the answer's `errors` gives. */
+const readAs = (db: Database["Type"], catalog: Catalog, principal: Principal, type: string, id: string) =>
+  Effect.gen(function*() {
+    const access = accessOf(principal)
+    const rule = yield* granted(access, catalog, type, "r")
+    return yield* db.withReader((sql) =>
+      Effect.gen(function*() {
+        yield* seen(sql, catalog, type, id, rule)
+        const current = yield* readCurrent(sql, type, id)
+        if (current === undefined) return yield* Effect.fail(new Error(`${type}/${id} is not known`))
+        if (current.content === null) return yield* Effect.fail(new Error(`${type}/${id} was deleted`))
+        return JSON.parse(current.content) as Record<string, unknown>
+      })
+    )
+  }).pipe(
+    Effect.mapError((error) => new Error(error.message)),
+    Effect.catchAllDefect((defect) => Effect.fail(new Error(`reading ${type}/${id} failed: ${String(defect)}`)))
+  )
+
+/** `/graphql`, with or without `--smart`. */
+export const graphqlRoutes = (options: { readonly smart: boolean }): Readonly<Record<string, RootHandler<never, Database | CatalogService>>> => ({
+  "/graphql": (request) =>
+    Effect.gen(function*() {
+      if (options.smart && request.principal._tag !== "Authorized") {
+        return outcomeResponse("login", "/graphql needs a bearer token", { status: 401, headers: { "www-authenticate": "Bearer" } })
+      }
+      const asked = yield* readRequest(request)
+      if (typeof asked === "string") return notGraphQL(asked)
+      const catalog = yield* (yield* CatalogService).get
+      const db = yield* Database
+      const runtime = yield* Effect.runtime<never>()
+      const contextValue: GraphQLContext = {
+        // A failure rejects with its own error, whose message becomes the field's error.
+        read: (type, id) =>
+          Runtime.runPromiseExit(runtime)(readAs(db, catalog, request.principal, type, id)).then((exit) =>
+            Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))
+          )
+      }
+      const result = yield* Effect.promise(() =>
+        graphql({
+          schema: schemaOf(catalog),
+          source: asked.query,
+          contextValue,
+          ...(asked.variables === undefined ? {} : { variableValues: asked.variables }),
+          ...(asked.operationName === undefined ? {} : { operationName: asked.operationName })
+        })
+      )
+      return HttpServerResponse.text(JSON.stringify(result), { status: 200, contentType: "application/json" })
+    })
+})

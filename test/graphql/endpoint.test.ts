@@ -1,0 +1,137 @@
+/**
+ * `/graphql` over HTTP on SQLite and Postgres with the real R4 packages (the schema is theirs; docs/graphql.md): a resource read by id, GET and POST
+ * (`application/json` and `application/graphql`), variables and operation names, errors in `errors` (an unknown
+ * field, an unknown resource), and what is not a GraphQL request (400).
+ */
+import { describe, expect, layer } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { type BackendKind, pgAvailable } from "../support/backends.ts"
+import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
+import { call, startServer, type TestServer } from "../support/server.ts"
+import { launchToken, secrets, systemToken } from "../support/smartTokens.ts"
+import { SmartSecrets } from "../../src/auth/SmartSecrets.ts"
+
+class Server extends Context.Tag("test/GraphQLServer")<Server, TestServer>() {}
+
+const backendsUnderTest: ReadonlyArray<{ readonly kind: BackendKind; readonly skip: boolean }> = [
+  { kind: "sqlite", skip: false },
+  { kind: "postgres", skip: !pgAvailable }
+]
+
+for (const backend of backendsUnderTest) {
+  describe.skipIf(skipRealPackages || backend.skip)(`/graphql on ${backend.kind}`, () => {
+    layer(
+      Layer.scoped(Server, startServer(backend.kind, { conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache } })),
+      { timeout: 600_000, excludeTestServices: true }
+    )((it) => {
+      it.effect("reads a resource by id by GET and POST, with variables and an operation name", () =>
+        Effect.gen(function*() {
+          const { base, url } = yield* Server
+          const created = yield* call("POST", `${base}/Patient`, {
+            body: { resourceType: "Patient", active: true, name: [{ family: "Graph", given: ["Ql", "Query"] }], birthDate: "1980-02-03" }
+          })
+          expect(created.status).toBe(201)
+          const id = created.json.id
+          const query = `{ Patient(id: "${id}") { resourceType id active birthDate name { family given } } }`
+          const expected = { data: { Patient: { resourceType: "Patient", id, active: true, birthDate: "1980-02-03", name: [{ family: "Graph", given: ["Ql", "Query"] }] } } }
+          const got = yield* call("GET", `${url}/graphql?query=${encodeURIComponent(query)}`)
+          expect([got.status, got.headers.get("content-type")]).toEqual([200, "application/json"])
+          expect(got.json).toEqual(expected)
+          const posted = yield* call("POST", `${url}/graphql`, { body: JSON.stringify({ query }), headers: { "content-type": "application/json" } })
+          expect(posted.json).toEqual(expected)
+          const raw = yield* call("POST", `${url}/graphql`, { body: query, headers: { "content-type": "application/graphql" } })
+          expect(raw.json).toEqual(expected)
+          const named = yield* call("POST", `${url}/graphql`, {
+            body: JSON.stringify({
+              query: "query One($id: ID!) { Patient(id: $id) { id } } query Two($id: ID!) { Patient(id: $id) { birthDate } }",
+              variables: { id },
+              operationName: "Two"
+            }),
+            headers: { "content-type": "application/json" }
+          })
+          expect(named.json).toEqual({ data: { Patient: { birthDate: "1980-02-03" } } })
+        }))
+
+      it.effect("answers errors in `errors`: an unknown field, an unknown or deleted resource", () =>
+        Effect.gen(function*() {
+          const { base, url } = yield* Server
+          const ask = (query: string) => call("POST", `${url}/graphql`, { body: JSON.stringify({ query }), headers: { "content-type": "application/json" } })
+          const unknownField = yield* ask(`{ Patient(id: "x") { colour } }`)
+          expect(unknownField.status).toBe(200)
+          expect(unknownField.json.errors.map((error: any) => error.message)).toEqual(['Cannot query field "colour" on type "Patient".'])
+          expect(unknownField.json.data).toBeUndefined()
+          const missing = yield* ask(`{ Patient(id: "no-such-patient") { id } }`)
+          expect(missing.json).toEqual({ errors: [{ message: "Patient/no-such-patient is not known", locations: [{ line: 1, column: 3 }], path: ["Patient"] }], data: { Patient: null } })
+          const created = yield* call("POST", `${base}/Patient`, { body: { resourceType: "Patient" } })
+          expect((yield* call("DELETE", `${base}/Patient/${created.json.id}`)).status).toBe(204)
+          const deleted = yield* ask(`{ Patient(id: "${created.json.id}") { id } }`)
+          expect(deleted.json.errors[0].message).toBe(`Patient/${created.json.id} was deleted`)
+          const syntax = yield* ask(`{ Patient(id: "x") { id }`)
+          expect(syntax.json.errors[0].message).toMatch(/^Syntax Error/)
+        }))
+
+      it.effect("refuses what is not a GraphQL request with a 400 OperationOutcome", () =>
+        Effect.gen(function*() {
+          const { url } = yield* Server
+          const cases: ReadonlyArray<readonly [string, Record<string, string>, string | undefined, RegExp]> = [
+            ["GET", {}, undefined, /the query as the parameter 'query'/],
+            ["POST", { "content-type": "text/plain" }, "{ x }", /application\/json .* or application\/graphql, not text\/plain/],
+            ["POST", { "content-type": "application/json" }, "not json", /not JSON/],
+            ["POST", { "content-type": "application/json" }, JSON.stringify({ query: 1 }), /needs 'query', a string/],
+            ["POST", { "content-type": "application/json" }, JSON.stringify({ query: "{ x }", variables: [1] }), /'variables' is not a JSON object/]
+          ]
+          for (const [method, headers, body, message] of cases) {
+            const reply = yield* call(method, `${url}/graphql`, { headers, ...(body === undefined ? {} : { body }) })
+            expect([reply.status, reply.json.resourceType]).toEqual([400, "OperationOutcome"])
+            expect(reply.json.issue[0].diagnostics).toMatch(message)
+          }
+          const badVariables = yield* call("GET", `${url}/graphql?query=${encodeURIComponent("{ Patient(id: \"x\") { id } }")}&variables=nope`)
+          expect(badVariables.status).toBe(400)
+        }))
+    })
+  })
+}
+
+class SmartServer extends Context.Tag("test/GraphQLSmartServer")<SmartServer, { readonly server: TestServer; readonly system: string }>() {}
+
+describe.skipIf(skipRealPackages)("/graphql under --smart", () => {
+  layer(
+    Layer.scoped(SmartServer, Effect.gen(function*() {
+      const server = yield* startServer("sqlite", { smart: { enabled: true, demo_login: true }, conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache } }).pipe(
+        Effect.provideService(SmartSecrets, secrets)
+      )
+      return { server, system: yield* systemToken(server, "system/*.cruds") }
+    })),
+    { timeout: 600_000, excludeTestServices: true }
+  )((it) => {
+    it.effect("needs a token, and reads only what the token may read: another type or another patient is an error of its field", () =>
+      Effect.gen(function*() {
+        const { server, system } = yield* SmartServer
+        const as = (token: string) => ({ authorization: `Bearer ${token}` })
+        const write = (resource: Record<string, unknown>) =>
+          Effect.map(call("POST", `${server.base}/${String(resource["resourceType"])}`, { body: resource, headers: as(system) }), (reply) => {
+            expect(reply.status).toBe(201)
+            return reply.json
+          })
+        const own = yield* write({ resourceType: "Patient", birthDate: "1990-01-01" })
+        const other = yield* write({ resourceType: "Patient", birthDate: "1991-01-01" })
+        const practitioner = yield* write({ resourceType: "Practitioner", name: [{ family: "Seen" }] })
+        const ask = (query: string, headers: Record<string, string>) =>
+          call("POST", `${server.url}/graphql`, { body: JSON.stringify({ query }), headers: { "content-type": "application/json", ...headers } })
+        const query = `{ Patient(id: "${own.id}") { birthDate } }`
+        const anonymous = yield* ask(query, {})
+        expect(anonymous.status).toBe(401)
+        expect(anonymous.headers.get("www-authenticate")).toMatch(/^Bearer/)
+        const patients = yield* systemToken(server, "system/Patient.rs")
+        expect((yield* ask(query, as(patients))).json).toEqual({ data: { Patient: { birthDate: "1990-01-01" } } })
+        const refused = yield* ask(`{ Practitioner(id: "${practitioner.id}") { id } }`, as(patients))
+        expect(refused.json.data).toEqual({ Practitioner: null })
+        expect(refused.json.errors[0].message).toMatch(/the token's scopes do not allow reading Practitioner/)
+        const ownOnly = yield* launchToken(server, own.id, "launch patient/Patient.rs")
+        expect((yield* ask(query, as(ownOnly))).json).toEqual({ data: { Patient: { birthDate: "1990-01-01" } } })
+        const elsewhere = yield* ask(`{ Patient(id: "${other.id}") { birthDate } }`, as(ownOnly))
+        expect(elsewhere.json.data).toEqual({ Patient: null })
+        expect(elsewhere.json.errors[0].message).toBe(`Patient/${other.id} is not known`)
+      }))
+  })
+})
