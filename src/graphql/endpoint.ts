@@ -8,16 +8,18 @@
  * GraphQL request (its errors, parse and validation errors included, in `errors`), 400 when it is not one.
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, Exit, Runtime } from "effect"
+import { Cause, Clock, Effect, Exit, Runtime } from "effect"
 import { graphql } from "graphql"
 import { accessOf } from "../auth/access/Access.ts"
-import { granted, seen } from "../auth/access/enforce.ts"
+import { searchRestriction } from "../auth/access/conditions.ts"
+import { granted, searchGranted, seen } from "../auth/access/enforce.ts"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { CatalogService } from "../catalog/CatalogService.ts"
 import { Database } from "../db/Database.ts"
 import { outcomeResponse } from "../http/OperationOutcome.ts"
 import type { Principal } from "../http/Principal.ts"
 import type { RootHandler, RootRequest } from "../http/RootRoutes.ts"
+import * as Search from "../search/Search.ts"
 import { readCurrent } from "../store/reads.ts"
 import { type GraphQLContext, schemaOf } from "./schema.ts"
 
@@ -96,6 +98,28 @@ const readAs = (db: Database["Type"], catalog: Catalog, principal: Principal, ty
     Effect.catchAllDefect((defect) => Effect.fail(new Error(`reading ${type}/${id} failed: ${String(defect)}`)))
   )
 
+/**
+ * The first page of a search of `type` as `principal` may see it: the same parser, the same refusals (never
+ * lenient) and the same restriction as a REST search; a refusal is a failure whose message the answer gives.
+ */
+const searchAs = (db: Database["Type"], catalog: Catalog, principal: Principal, type: string, params: URLSearchParams) =>
+  Effect.gen(function*() {
+    const access = accessOf(principal)
+    yield* searchGranted(access, catalog, type, params)
+    const now = yield* Clock.currentTimeMillis
+    const rows = yield* db.withReader((sql) =>
+      Search.run(sql, { catalog, params, lenient: false, restriction: searchRestriction(sql, access, catalog, now) }, type)
+    )
+    return rows.matches.map((row) => JSON.parse(row.content) as Record<string, unknown>)
+  }).pipe(
+    Effect.mapError((error) => new Error(error.message)),
+    Effect.catchAllDefect((defect) => Effect.fail(new Error(`searching ${type} failed: ${String(defect)}`)))
+  )
+
+/** Runs `effect` for a resolver: its value, or a rejection with its own error (whose message the field's error gives). */
+const resolved = <A>(runtime: Runtime.Runtime<never>, effect: Effect.Effect<A, Error>): Promise<A> =>
+  Runtime.runPromiseExit(runtime)(effect).then((exit) => (Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))))
+
 /** `/graphql`, with or without `--smart`. */
 export const graphqlRoutes = (options: { readonly smart: boolean }): Readonly<Record<string, RootHandler<never, Database | CatalogService>>> => ({
   "/graphql": (request) =>
@@ -109,11 +133,8 @@ export const graphqlRoutes = (options: { readonly smart: boolean }): Readonly<Re
       const db = yield* Database
       const runtime = yield* Effect.runtime<never>()
       const contextValue: GraphQLContext = {
-        // A failure rejects with its own error, whose message becomes the field's error.
-        read: (type, id) =>
-          Runtime.runPromiseExit(runtime)(readAs(db, catalog, request.principal, type, id)).then((exit) =>
-            Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))
-          )
+        read: (type, id) => resolved(runtime, readAs(db, catalog, request.principal, type, id)),
+        search: (type, params) => resolved(runtime, searchAs(db, catalog, request.principal, type, params))
       }
       const result = yield* Effect.promise(() =>
         graphql({

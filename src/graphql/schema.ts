@@ -41,6 +41,21 @@ import type { ElementDefinition, StructureDefinition } from "../catalog/definiti
  */
 export interface GraphQLContext {
   readonly read: (type: string, id: string) => Promise<Record<string, unknown>>
+  /** A search of `type` (`TypeList(...)`): the first page's matches, as the caller may see them. */
+  readonly search: (type: string, params: URLSearchParams) => Promise<ReadonlyArray<Record<string, unknown>>>
+}
+
+/**
+ * The arguments of `TypeList`: the type's search parameters, a `-` in a name written `_` (FHIR GraphQL), each by
+ * the code it stands for; and the result parameters `_count` and `_sort`.
+ */
+export const searchArguments = (catalog: Catalog, type: string): ReadonlyMap<string, string> => {
+  const names = new Map<string, string>()
+  for (const code of [...catalog.searchParameters(type).keys(), "_count", "_sort"]) {
+    const name = code.replace(/-/g, "_")
+    if (/^[_A-Za-z][_0-9A-Za-z]*$/.test(name) && !names.has(name)) names.set(name, code)
+  }
+  return names
 }
 
 /** The scalar of a FHIR primitive type (or of the FHIRPath system types an element's `id` and `value` use). */
@@ -157,15 +172,35 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
     return made
   }
 
+  /** `TypeList(name: value, ...)`: a search, each argument a search parameter (its value as in a URL). */
+  const listField = (type: string): GraphQLFieldConfig<unknown, GraphQLContext, Record<string, unknown>> => {
+    const names = searchArguments(catalog, type)
+    return {
+      type: new GraphQLList(objectType(type)),
+      description: `A search of ${type}: the first page of its matches (FHIR GraphQL, type list)`,
+      args: Object.fromEntries([...names.keys()].map((name) => [name, { type: name === "_count" ? GraphQLInt : GraphQLString }])),
+      resolve: (_root, args, context) => {
+        const params = new URLSearchParams()
+        for (const [name, value] of Object.entries(args)) {
+          if (value !== undefined && value !== null) params.append(names.get(name)!, String(value))
+        }
+        return context.search(type, params)
+      }
+    }
+  }
+
   const query = new GraphQLObjectType({
     name: "Query",
     fields: () =>
-      Object.fromEntries(resourceTypes.map((type) => [type, {
-        type: objectType(type),
-        description: `The ${type} of this id (FHIR GraphQL, instance read)`,
-        args: { id: { type: new GraphQLNonNull(GraphQLID) } },
-        resolve: (_root: unknown, args: { readonly id: string }, context: GraphQLContext) => context.read(type, args.id)
-      }]))
+      Object.fromEntries(resourceTypes.flatMap((type) => [
+        [type, {
+          type: objectType(type),
+          description: `The ${type} of this id (FHIR GraphQL, instance read)`,
+          args: { id: { type: new GraphQLNonNull(GraphQLID) } },
+          resolve: (_root: unknown, args: { readonly id: string }, context: GraphQLContext) => context.read(type, args.id)
+        }],
+        [`${type}List`, listField(type)]
+      ]))
   })
   return new GraphQLSchema({ query, types: [resourceUnion] })
 }

@@ -52,6 +52,25 @@ for (const backend of backendsUnderTest) {
           expect(named.json).toEqual({ data: { Patient: { birthDate: "1980-02-03" } } })
         }))
 
+      it.effect("searches with TypeList: the search parameters as arguments, the same refusals as a REST search", () =>
+        Effect.gen(function*() {
+          const { base, url } = yield* Server
+          const ask = (query: string) => call("POST", `${url}/graphql`, { body: JSON.stringify({ query }), headers: { "content-type": "application/json" } })
+          const a = yield* call("POST", `${base}/Patient`, { body: { resourceType: "Patient", name: [{ family: "Listed" }], birthDate: "1970-01-01", gender: "female" } })
+          const b = yield* call("POST", `${base}/Patient`, { body: { resourceType: "Patient", name: [{ family: "Listed" }], birthDate: "2000-01-01", gender: "male" } })
+          const all = yield* ask(`{ PatientList(family: "Listed", _sort: "birthdate") { id birthDate } }`)
+          expect(all.json).toEqual({ data: { PatientList: [{ id: a.json.id, birthDate: "1970-01-01" }, { id: b.json.id, birthDate: "2000-01-01" }] } })
+          const some = yield* ask(`{ PatientList(family: "Listed", birthdate: "ge1990", gender: "male") { id } }`)
+          expect(some.json).toEqual({ data: { PatientList: [{ id: b.json.id }] } })
+          const counted = yield* ask(`{ PatientList(family: "Listed", _count: 1, _sort: "-birthdate") { id } }`)
+          expect(counted.json).toEqual({ data: { PatientList: [{ id: b.json.id }] } })
+          const unreadable = yield* ask(`{ PatientList(birthdate: "someday") { id } }`)
+          expect(unreadable.json.data).toEqual({ PatientList: null })
+          expect(unreadable.json.errors[0].message).toMatch(/birthdate/)
+          const unknownArgument = yield* ask(`{ PatientList(colour: "blue") { id } }`)
+          expect(unknownArgument.json.errors[0].message).toBe('Unknown argument "colour" on field "Query.PatientList".')
+        }))
+
       it.effect("answers errors in `errors`: an unknown field, an unknown or deleted resource", () =>
         Effect.gen(function*() {
           const { base, url } = yield* Server
@@ -132,6 +151,12 @@ describe.skipIf(skipRealPackages)("/graphql under --smart", () => {
         const elsewhere = yield* ask(`{ Patient(id: "${other.id}") { birthDate } }`, as(ownOnly))
         expect(elsewhere.json.data).toEqual({ Patient: null })
         expect(elsewhere.json.errors[0].message).toBe(`Patient/${other.id} is not known`)
+        // A search keeps to what the token may see: its own patient only.
+        const listed = yield* ask(`{ PatientList(birthdate: "ge1990") { id } }`, as(ownOnly))
+        expect(listed.json).toEqual({ data: { PatientList: [{ id: own.id }] } })
+        const practitioners = yield* ask(`{ PractitionerList { id } }`, as(patients))
+        expect(practitioners.json.data).toEqual({ PractitionerList: null })
+        expect(practitioners.json.errors[0].message).toMatch(/Practitioner/)
       }))
   })
 })

@@ -28,7 +28,12 @@ describe("the GraphQL schema of the R4 catalog", () => {
     for (const type of ["Patient", "Observation", "Bundle", "StructureDefinition", "HumanName", "Quantity", "Extension"]) {
       expect([type, client.getType(type)?.name]).toEqual([type, type])
     }
-    expect(Object.keys((client.getType("Query") as GraphQLObjectType).getFields()).length).toBe(catalog.resourceTypes.length)
+    const root = (client.getType("Query") as GraphQLObjectType).getFields()
+    expect(Object.keys(root).length).toBe(2 * catalog.resourceTypes.length)
+    // TypeList takes the type's search parameters, a '-' written '_', and _count and _sort.
+    const list = root["ObservationList"]!.args.map((arg) => arg.name)
+    expect(list).toEqual(expect.arrayContaining(["code", "value_quantity", "patient", "_id", "_count", "_sort"]))
+    expect(String(root["ObservationList"]!.type)).toBe("[Observation]")
   })
 
   it("names fields as FHIR JSON does: choices by type, primitives with their _ fields, lists, backbone types, the Resource union", () => {
@@ -73,10 +78,15 @@ describe("the GraphQL schema of the R4 catalog", () => {
       _birthDate: { extension: [{ url: "http://hl7.org/fhir/StructureDefinition/patient-birthTime", valueDateTime: "1974-12-25T14:35:45-05:00" }] }
     }
     const schema = buildSchema(catalog)
+    const searched: Array<string> = []
     const contextValue = {
       read: async (type: string, id: string) => {
         if (type === "Patient" && id === "example") return patient
         throw new Error(`${type}/${id} is not known`)
+      },
+      search: async (type: string, params: URLSearchParams) => {
+        searched.push(`${type}?${params}`)
+        return [patient]
       }
     }
     const result = await graphql({
@@ -99,6 +109,9 @@ describe("the GraphQL schema of the R4 catalog", () => {
       },
       missing: null
     })
+    const list = await graphql({ schema, contextValue, source: `{ PatientList(family: "Chalmers", birthdate: "ge1970", _count: 5) { id } }` })
+    expect(list.data).toEqual({ PatientList: [{ id: "example" }] })
+    expect(searched).toEqual(["Patient?birthdate=ge1970&family=Chalmers&_count=5"])
     const unknown = await graphql({ schema, contextValue, source: `{ Patient(id: "example") { colour } }` })
     expect(unknown.errors?.[0]?.message).toBe('Cannot query field "colour" on type "Patient".')
   })
