@@ -177,7 +177,9 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       rootHandlers[path] = served(handler, services)
     }
     // FHIR GraphQL (docs/graphql.md).
-    for (const [path, handler] of Object.entries(graphqlRoutes({ smart: config.smart.enabled }))) rootHandlers[path] = served(handler, services)
+    for (const [path, handler] of Object.entries(graphqlRoutes({ smart: config.smart.enabled, base: `${exportRoot}${basePath}` }))) {
+      rootHandlers[path] = served(handler, services)
+    }
     let syncTokens: SyncTokens["Type"] | undefined
     if (config.smart.enabled) {
       const secrets = Option.getOrElse(yield* Effect.serviceOption(SmartSecrets), generatedSecrets)

@@ -21,6 +21,7 @@ import type { Principal } from "../http/Principal.ts"
 import type { RootHandler, RootRequest } from "../http/RootRoutes.ts"
 import * as Search from "../search/Search.ts"
 import { readCurrent } from "../store/reads.ts"
+import { localReference, referenceLoader } from "./references.ts"
 import { type GraphQLContext, schemaOf } from "./schema.ts"
 
 /** The most bytes of a request body (a query and its variables). */
@@ -121,7 +122,11 @@ const resolved = <A>(runtime: Runtime.Runtime<never>, effect: Effect.Effect<A, E
   Runtime.runPromiseExit(runtime)(effect).then((exit) => (Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))))
 
 /** `/graphql`, with or without `--smart`. */
-export const graphqlRoutes = (options: { readonly smart: boolean }): Readonly<Record<string, RootHandler<never, Database | CatalogService>>> => ({
+export const graphqlRoutes = (options: {
+  readonly smart: boolean
+  /** `[base]`, the FHIR base of this server: references under it are resolved as relative ones. */
+  readonly base: string
+}): Readonly<Record<string, RootHandler<never, Database | CatalogService>>> => ({
   "/graphql": (request) =>
     Effect.gen(function*() {
       if (options.smart && request.principal._tag !== "Authorized") {
@@ -132,7 +137,14 @@ export const graphqlRoutes = (options: { readonly smart: boolean }): Readonly<Re
       const catalog = yield* (yield* CatalogService).get
       const db = yield* Database
       const runtime = yield* Effect.runtime<never>()
+      const references = referenceLoader(db, catalog, request.principal, (effect) => resolved(runtime, Effect.mapError(effect, (error) => new Error(error.message))))
       const contextValue: GraphQLContext = {
+        resolve: (reference) => {
+          const local = localReference(catalog, reference, options.base)
+          return local === undefined
+            ? Promise.reject(new Error(`the reference ${JSON.stringify(reference)} is not to a resource of this server (Type/id)`))
+            : references.load(local.type, local.id)
+        },
         read: (type, id) => resolved(runtime, readAs(db, catalog, request.principal, type, id)),
         search: (type, params) => resolved(runtime, searchAs(db, catalog, request.principal, type, params))
       }

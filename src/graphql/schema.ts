@@ -43,6 +43,8 @@ export interface GraphQLContext {
   readonly read: (type: string, id: string) => Promise<Record<string, unknown>>
   /** A search of `type` (`TypeList(...)`): the first page's matches, as the caller may see them. */
   readonly search: (type: string, params: URLSearchParams) => Promise<ReadonlyArray<Record<string, unknown>>>
+  /** The resource a reference (`Reference.reference`) points at, as the caller may read it (references.ts). */
+  readonly resolve: (reference: string) => Promise<Record<string, unknown>>
 }
 
 /**
@@ -111,6 +113,23 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
     resolveType: (value: unknown) => (typeof value === "object" && value !== null ? String((value as Record<string, unknown>)["resourceType"]) : undefined)
   })
 
+  /**
+   * `Reference.resource`: the resource the reference points at (FHIR GraphQL), null with an error when it cannot be
+   * given, or null alone with `optional: true`.
+   */
+  const referenceField: GraphQLFieldConfig<Record<string, unknown>, GraphQLContext, { readonly optional?: boolean | null }> = {
+    type: resourceUnion,
+    description: "The resource this reference points at",
+    args: { optional: { type: GraphQLBoolean, description: "A reference that cannot be resolved is null, not an error" } },
+    resolve: (reference, args, context) => {
+      const target = reference["reference"]
+      const resolving = typeof target === "string"
+        ? context.resolve(target)
+        : Promise.reject(new Error("the reference has no literal reference (Reference.reference) to resolve"))
+      return args.optional === true ? resolving.catch(() => null) : resolving
+    }
+  }
+
   // `Element`: what the `_name` field of a primitive holds (its id and extensions), built from its own definition.
   const elementType = (): GraphQLObjectType => objectType("Element")
 
@@ -165,7 +184,8 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
       name: code,
       fields: () => ({
         ...(resource ? { resourceType: { type: GraphQLString } } : {}),
-        ...fieldsOf(definition, definition.snapshot?.element[0]?.path ?? code)
+        ...fieldsOf(definition, definition.snapshot?.element[0]?.path ?? code),
+        ...(code === "Reference" ? { resource: referenceField } : {})
       })
     })
     types.set(code, made)

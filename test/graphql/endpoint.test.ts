@@ -71,6 +71,41 @@ for (const backend of backendsUnderTest) {
           expect(unknownArgument.json.errors[0].message).toBe('Unknown argument "colour" on field "Query.PatientList".')
         }))
 
+      it.effect("resolves references to the resources they point at, of any type by fragment, null with optional", () =>
+        Effect.gen(function*() {
+          const { base, url } = yield* Server
+          const ask = (query: string) => call("POST", `${url}/graphql`, { body: JSON.stringify({ query }), headers: { "content-type": "application/json" } })
+          const patient = yield* call("POST", `${base}/Patient`, { body: { resourceType: "Patient", name: [{ family: "Referred" }], birthDate: "1960-06-06" } })
+          const practitioner = yield* call("POST", `${base}/Practitioner`, { body: { resourceType: "Practitioner", name: [{ family: "Performer" }] } })
+          const observations = []
+          for (let i = 0; i < 5; i++) {
+            observations.push(yield* call("POST", `${base}/Observation`, {
+              body: {
+                resourceType: "Observation",
+                status: "final",
+                code: { coding: [{ system: "http://example.org/codes", code: "referenced" }] },
+                subject: { reference: `Patient/${patient.json.id}` },
+                performer: [{ reference: `${base}/Practitioner/${practitioner.json.id}` }, { display: "no reference" }]
+              }
+            }))
+          }
+          const reply = yield* ask(`{ ObservationList(code: "http://example.org/codes|referenced", _sort: "_id") {
+            subject { reference resource { ... on Patient { birthDate name { family } } } }
+            performer { resource(optional: true) { ... on Practitioner { name { family } } } }
+          } }`)
+          expect(reply.json.errors).toBeUndefined()
+          expect(reply.json.data.ObservationList).toHaveLength(5)
+          for (const observation of reply.json.data.ObservationList) {
+            expect(observation).toEqual({
+              subject: { reference: `Patient/${patient.json.id}`, resource: { birthDate: "1960-06-06", name: [{ family: "Referred" }] } },
+              performer: [{ resource: { name: [{ family: "Performer" }] } }, { resource: null }]
+            })
+          }
+          const broken = yield* ask(`{ Observation(id: "${observations[0]!.json.id}") { performer { resource { ... on Practitioner { id } } } } }`)
+          expect(broken.json.data.Observation.performer).toEqual([{ resource: { id: practitioner.json.id } }, { resource: null }])
+          expect(broken.json.errors.map((error: any) => error.message)).toEqual(["the reference has no literal reference (Reference.reference) to resolve"])
+        }))
+
       it.effect("answers errors in `errors`: an unknown field, an unknown or deleted resource", () =>
         Effect.gen(function*() {
           const { base, url } = yield* Server
@@ -157,6 +192,12 @@ describe.skipIf(skipRealPackages)("/graphql under --smart", () => {
         const practitioners = yield* ask(`{ PractitionerList { id } }`, as(patients))
         expect(practitioners.json.data).toEqual({ PractitionerList: null })
         expect(practitioners.json.errors[0].message).toMatch(/Practitioner/)
+        // References resolve as the token may read: its patient, not a Practitioner it has no scope for.
+        yield* write({ resourceType: "Observation", status: "final", code: { text: "smart" }, subject: { reference: `Patient/${own.id}` }, performer: [{ reference: `Practitioner/${practitioner.id}` }] })
+        const observer = yield* launchToken(server, own.id, "launch patient/Patient.rs patient/Observation.rs")
+        const resolved = yield* ask(`{ ObservationList { subject { resource { ... on Patient { birthDate } } } performer { resource { ... on Practitioner { id } } } } }`, as(observer))
+        expect(resolved.json.data).toEqual({ ObservationList: [{ subject: { resource: { birthDate: "1990-01-01" } }, performer: [{ resource: null }] }] })
+        expect(resolved.json.errors.map((error: any) => error.message)).toEqual(["the token's scopes do not allow reading Practitioner"])
       }))
   })
 })

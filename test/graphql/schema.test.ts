@@ -87,6 +87,10 @@ describe("the GraphQL schema of the R4 catalog", () => {
       search: async (type: string, params: URLSearchParams) => {
         searched.push(`${type}?${params}`)
         return [patient]
+      },
+      resolve: async (reference: string) => {
+        if (reference === "Patient/example") return patient
+        throw new Error(`${reference} is not known`)
       }
     }
     const result = await graphql({
