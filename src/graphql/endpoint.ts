@@ -9,7 +9,7 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import { Cause, Clock, Effect, Exit, Runtime } from "effect"
-import { graphql } from "graphql"
+import { execute, parse, specifiedRules, validate } from "graphql"
 import { accessOf } from "../auth/access/Access.ts"
 import { searchRestriction } from "../auth/access/conditions.ts"
 import { granted, searchGranted, seen } from "../auth/access/enforce.ts"
@@ -21,6 +21,7 @@ import type { Principal } from "../http/Principal.ts"
 import type { RootHandler, RootRequest } from "../http/RootRoutes.ts"
 import * as Search from "../search/Search.ts"
 import { readCurrent } from "../store/reads.ts"
+import { depthLimit, resourceBudget } from "./bounds.ts"
 import { localReference, referenceLoader } from "./references.ts"
 import { type GraphQLContext, schemaOf } from "./schema.ts"
 
@@ -138,25 +139,39 @@ export const graphqlRoutes = (options: {
       const db = yield* Database
       const runtime = yield* Effect.runtime<never>()
       const references = referenceLoader(db, catalog, request.principal, (effect) => resolved(runtime, Effect.mapError(effect, (error) => new Error(error.message))))
+      const budget = resourceBudget()
+      const counted = <A>(count: (value: A) => number) => (value: A): A => {
+        budget.take(count(value))
+        return value
+      }
       const contextValue: GraphQLContext = {
         resolve: (reference) => {
           const local = localReference(catalog, reference, options.base)
           return local === undefined
             ? Promise.reject(new Error(`the reference ${JSON.stringify(reference)} is not to a resource of this server (Type/id)`))
-            : references.load(local.type, local.id)
+            : references.load(local.type, local.id).then(counted(() => 1))
         },
-        read: (type, id) => resolved(runtime, readAs(db, catalog, request.principal, type, id)),
-        search: (type, params) => resolved(runtime, searchAs(db, catalog, request.principal, type, params))
+        read: (type, id) => resolved(runtime, readAs(db, catalog, request.principal, type, id)).then(counted(() => 1)),
+        search: (type, params) => resolved(runtime, searchAs(db, catalog, request.principal, type, params)).then(counted((found) => found.length))
       }
-      const result = yield* Effect.promise(() =>
-        graphql({
-          schema: schemaOf(catalog),
-          source: asked.query,
+      const schema = schemaOf(catalog)
+      const result = yield* Effect.promise(async () => {
+        let document
+        try {
+          document = parse(asked.query)
+        } catch (error) {
+          return { errors: [error as Error] }
+        }
+        const invalid = validate(schema, document, [...specifiedRules, depthLimit])
+        if (invalid.length > 0) return { errors: invalid }
+        return await execute({
+          schema,
+          document,
           contextValue,
           ...(asked.variables === undefined ? {} : { variableValues: asked.variables }),
           ...(asked.operationName === undefined ? {} : { operationName: asked.operationName })
         })
-      )
+      })
       return HttpServerResponse.text(JSON.stringify(result), { status: 200, contentType: "application/json" })
     })
 })

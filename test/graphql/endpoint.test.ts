@@ -122,6 +122,8 @@ for (const backend of backendsUnderTest) {
           expect(deleted.json.errors[0].message).toBe(`Patient/${created.json.id} was deleted`)
           const syntax = yield* ask(`{ Patient(id: "x") { id }`)
           expect(syntax.json.errors[0].message).toMatch(/^Syntax Error/)
+          const deep = yield* ask(`{ Patient(id: "x") { ${"extension { ".repeat(20)}url${" }".repeat(20)} } }`)
+          expect(deep.json).toEqual({ errors: [{ message: "The query nests its fields 22 deep; at most 15 are allowed", locations: [{ line: 1, column: 1 }] }] })
         }))
 
       it.effect("refuses what is not a GraphQL request with a 400 OperationOutcome", () =>
