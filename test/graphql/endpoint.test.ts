@@ -106,6 +106,24 @@ for (const backend of backendsUnderTest) {
           expect(broken.json.errors.map((error: any) => error.message)).toEqual(["the reference has no literal reference (Reference.reference) to resolve"])
         }))
 
+      it.effect("puts every query in the audit trail, with its query text when it is given in the URL", () =>
+        Effect.gen(function*() {
+          const { url } = yield* Server
+          const query = `{ PatientList(_count: 1) { id } }`
+          const requestId = `graphql-audit-${Date.now()}`
+          const asked = yield* call("GET", `${url}/graphql?query=${encodeURIComponent(query)}`, { headers: { "x-request-id": requestId } })
+          expect(asked.status).toBe(200)
+          const audit = yield* call("GET", `${url}/_audit?_count=1000`)
+          expect(audit.status).toBe(200)
+          const events = (audit.json.entry ?? []).map((entry: any) => entry.resource)
+            .filter((event: any) => (event.entity ?? []).some((entity: any) => entity.what?.identifier?.value === requestId))
+          expect(events).toHaveLength(1)
+          expect(events[0].subtype).toEqual([{ system: expect.any(String), code: "graphql", display: "GET /graphql" }])
+          expect(events[0].outcome).toBe("0")
+          const recorded = events[0].entity.find((entity: any) => entity.query !== undefined)
+          expect(Buffer.from(recorded.query, "base64").toString("utf8")).toBe(`query=${encodeURIComponent(query)}`)
+        }))
+
       it.effect("answers errors in `errors`: an unknown field, an unknown or deleted resource", () =>
         Effect.gen(function*() {
           const { base, url } = yield* Server

@@ -159,9 +159,10 @@ export const make: Effect.Effect<AuditTrail, never, GovernanceSettings | AuditKe
   }
 
   const listener: CompletionListener = (completion) => {
-    // The governance endpoints (admin access) and the export job endpoints (a job's status and files are the
-    // data of an export) are recorded with their path and query, whatever their answer.
-    const admin = completion.route.interaction === "root-endpoint" && (adminPaths.has(completion.path) || completion.path.startsWith("/export/"))
+    // The governance endpoints (admin access), the export job endpoints (a job's status and files are the data of
+    // an export) and GraphQL (its queries read resources) are recorded with their path and query, whatever their answer.
+    const admin = completion.route.interaction === "root-endpoint" &&
+      (adminPaths.has(completion.path) || completion.path.startsWith("/export/") || completion.path === "/graphql")
     if (!admin && completion.status < 400 && !(audit.reads && readInteractions.has(completion.route.interaction))) return
     const now = clock.unsafeCurrentTimeMillis()
     if (!admin && unattributed(completion) && !detailedNow(now)) return

@@ -55,7 +55,7 @@ export interface AuditEvent {
 export interface Columns {
   /** `recorded` in milliseconds since the epoch. */
   readonly time: number
-  /** The subtype's code, or `admin` (a governance endpoint), `export` (an export job endpoint), or `sampled` (a summary row). */
+  /** The subtype's code, or `admin` (a governance endpoint), `export` (an export job endpoint), `graphql`, or `sampled` (a summary row). */
   readonly kind: string
   readonly action: string
   readonly outcome: string
@@ -272,6 +272,8 @@ export const requestEvent = (pending: Pending, includeQuery: boolean): AuditEven
       admin
         ? completion.path.startsWith("/export/")
           ? { system: svcSystem, code: "export", display: `${completion.method} ${completion.path}` }
+          : completion.path === "/graphql"
+          ? { system: svcSystem, code: "graphql", display: `${completion.method} ${completion.path}` }
           : { system: svcSystem, code: "admin", display: `GET ${completion.path}` }
         : { system: interactionSystem, code: subtypeOf(route, completion.method) }
     ],
