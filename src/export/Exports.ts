@@ -1,6 +1,6 @@
 /**
  * The export service (docs/export.md): records kick-offs as jobs, answers what a job is, cancels it, and, on the
- * server that holds the writer lease, works on the jobs one at a time (worker.ts) with a lease on each (jobs.ts).
+ * server that holds the writer lease, works on the jobs one at a time (jobRun.ts) with a lease on each (jobs.ts).
  * Where the files go is `export.dir`, or a default by storage (below). A replica runs no worker: its kick-offs
  * and `/export` requests go to the primary (src/cluster/forwardRules.ts).
  */
@@ -27,7 +27,7 @@ import {
   takeJob,
   type WorkerId
 } from "./jobs.ts"
-import { removeJobFiles, runJob } from "./worker.ts"
+import { removeJobFiles, runJob } from "./jobRun.ts"
 
 /** `export.*` and what the default directory depends on. */
 export interface ExportOptions {

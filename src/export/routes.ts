@@ -7,7 +7,7 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import { NodeStream } from "@effect/platform-node"
-import { Duration, Effect } from "effect"
+import { Clock, Duration, Effect } from "effect"
 import { createReadStream } from "node:fs"
 import { stat } from "node:fs/promises"
 import { join, relative, resolve, sep } from "node:path"
@@ -16,7 +16,7 @@ import type { Principal } from "../http/Principal.ts"
 import type { RootHandler, RootRequest } from "../http/RootRoutes.ts"
 import { Exports, keptMillis } from "./Exports.ts"
 import type { Job, OutputFile } from "./jobs.ts"
-import { jobDirectory } from "./worker.ts"
+import { jobDirectory } from "./jobRun.ts"
 
 export interface ExportRouteOptions {
   /** `--smart`: the endpoints need the owner's token, and the manifest says `requiresAccessToken`. */
@@ -114,7 +114,8 @@ const status = (request: RootRequest, options: ExportRouteOptions) =>
       case "failed":
         return outcomeResponse("exception", `export job ${job.id} failed: ${job.message ?? "no reason was recorded"}`, { status: 500 })
       default: {
-        const expires = new Date((job.finishedAt ?? Date.now()) + keptMillis).toUTCString()
+        const finishedAt = job.finishedAt ?? (yield* Clock.currentTimeMillis)
+        const expires = new Date(finishedAt + keptMillis).toUTCString()
         return HttpServerResponse.text(JSON.stringify(manifestOf(job, options)), {
           status: 200,
           contentType: "application/json",

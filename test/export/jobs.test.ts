@@ -1,5 +1,5 @@
 /**
- * Export jobs against the database on SQLite and Postgres (src/export/jobs.ts, worker.ts): the lease rules with
+ * Export jobs against the database on SQLite and Postgres (src/export/jobs.ts, jobRun.ts): the lease rules with
  * Effect's TestClock (a lease that runs out is taken over by another server, a newer writer-lease epoch or the one
  * process of a SQLite file takes it at once, three starts without finishing fail the job), a worker stopped after
  * writing past its last checkpoint and a second one that resumes with every resource exactly once, and the
@@ -17,7 +17,7 @@ import { Writer } from "../../src/db/Writer.ts"
 import { type ExportSpec, insertJob, type Job, readJob, takeJob, type WorkerId } from "../../src/export/jobs.ts"
 import { Exports } from "../../src/export/Exports.ts"
 import { exportRoutes } from "../../src/export/routes.ts"
-import { removeJobFiles, runJob, type WorkerContext } from "../../src/export/worker.ts"
+import { removeJobFiles, runJob, type WorkerContext } from "../../src/export/jobRun.ts"
 import { deleteResource, putVersion } from "../../src/store/versions.ts"
 import { backends } from "../support/backends.ts"
 import { withStore } from "../support/store.ts"
