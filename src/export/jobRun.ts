@@ -100,12 +100,13 @@ export const runJob = (context: WorkerContext, job: Job): Effect.Effect<RunEnd, 
         () => checkpoint(db, writer, job.id, worker, progress)
       )
 
-    /** Appends `lines` of `type`, opening a new file when the current one would pass the size limit. */
+    /** Appends `lines` of `type`, opening a new file when the current one would pass the size limit: the bytes written. */
     const append = (type: string, lines: ReadonlyArray<string | Uint8Array>) =>
       Effect.gen(function*() {
         let pending: Array<Uint8Array> = []
         let pendingBytes = 0
         let pendingCount = 0
+        let total = 0
         const flush = Effect.suspend(() => {
           if (part === undefined || pending.length === 0) return Effect.void
           const target = part
@@ -139,8 +140,10 @@ export const runJob = (context: WorkerContext, job: Job): Effect.Effect<RunEnd, 
           pending.push(data, newline)
           pendingBytes += bytes
           pendingCount += 1
+          total += bytes
         }
         yield* flush
+        return total
       })
 
     /**
@@ -154,9 +157,8 @@ export const runJob = (context: WorkerContext, job: Job): Effect.Effect<RunEnd, 
           readBatch(sql, catalog, { spec, caller: job.caller, transactionTs: job.transactionTs, type, segment, after, now, rows: limit })
         )
         if (rows.length === 0) return undefined
-        const lines = rows.map((row) => row.content)
-        yield* append(type, lines)
-        return { rows: rows.length, bytes: lines.reduce((sum, line) => sum + line.length, 0), last: rows[rows.length - 1]!.id }
+        const bytes = yield* append(type, rows.map((row) => row.content))
+        return { rows: rows.length, bytes, last: rows[rows.length - 1]!.id }
       })
 
     const run = Effect.gen(function*() {

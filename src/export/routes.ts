@@ -12,6 +12,7 @@ import { createReadStream } from "node:fs"
 import { stat } from "node:fs/promises"
 import { join, relative, resolve, sep } from "node:path"
 import { outcomeResponse } from "../http/OperationOutcome.ts"
+import { preferredWait } from "../rest/prefer.ts"
 import type { Principal } from "../http/Principal.ts"
 import type { RootHandler, RootRequest } from "../http/RootRoutes.ts"
 import { Exports, keptMillis } from "./Exports.ts"
@@ -83,10 +84,7 @@ const progressText = (job: Job): string => {
 }
 
 /** `Prefer: wait=N` (RFC 7240): how long a status request may wait for the job to end, at most a minute. */
-const waitOf = (request: RootRequest): Duration.Duration | undefined => {
-  const match = /(?:^|[;,\s])wait\s*=\s*"?(\d{1,6})"?/i.exec(request.http.headers["prefer"] ?? "")
-  return match === null ? undefined : Duration.min(Duration.seconds(Number(match[1])), Duration.minutes(1))
-}
+const waitOf = (request: RootRequest): Duration.Duration | undefined => preferredWait(request.http.headers["prefer"], Duration.minutes(1))
 
 /** `GET /export/{job}`. */
 const status = (request: RootRequest, options: ExportRouteOptions) =>

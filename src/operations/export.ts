@@ -20,6 +20,7 @@ import { fail, type FhirError } from "../http/FhirError.ts"
 import type { FhirRequest } from "../rest/FhirRequest.ts"
 import { readResource } from "../rest/RequestBody.ts"
 import { basePath } from "../rest/Rest.ts"
+import { prefersAsync, prefersLenient } from "../rest/prefer.ts"
 import { resourceBody } from "../rest/respond.ts"
 import { readCurrent } from "../store/reads.ts"
 import { type InputParameter, readArguments } from "./arguments.ts"
@@ -43,11 +44,6 @@ const exportInputs: ReadonlyArray<InputParameter> = [
   { name: "_typeFilter", type: "string", min: 0, max: "*" }
 ]
 
-const prefers = (request: FhirRequest, token: RegExp): boolean => token.test(request.http.headers["prefer"] ?? "")
-
-const respondAsync = (request: FhirRequest): boolean => prefers(request, /(?:^|[;,\s])respond-async(?=$|[;,\s])/i)
-
-const lenient = (request: FhirRequest): boolean => prefers(request, /(?:^|[;,\s])handling\s*=\s*"?lenient"?(?=$|[;,\s"])/i)
 
 const information = (diagnostics: string) => ({
   resourceType: "OperationOutcome",
@@ -124,11 +120,11 @@ export const kickOff = (
     if (level === undefined) {
       return yield* fail("not-found", `$export is served at [base]/$export, [base]/Patient/$export and [base]/Group/{id}/$export, not on ${type}${id === undefined ? "" : "/{id}"}`)
     }
-    if (!respondAsync(request)) {
+    if (!prefersAsync(request.http.headers["prefer"])) {
       return yield* fail("invalid", "$export runs asynchronously: send the kick-off with the header Prefer: respond-async (Bulk Data Access IG, Export kick-off request)", 400)
     }
     const body = yield* bodyOf(request)
-    const handling = lenient(request)
+    const handling = prefersLenient(request.http.headers["prefer"])
     const known = new Set(exportInputs.map((input) => input.name))
     const unknown = [...givenNames(request, body)].filter((name) => !known.has(name))
     // Unknown parameters are read too: refused below by name (or, lenient, left out), as the IG says.

@@ -29,6 +29,7 @@ import {
 import { parse } from "../packages/PackageSpec.ts"
 import type { FhirRequest } from "../rest/FhirRequest.ts"
 import { bodyBuffer } from "../rest/RequestBody.ts"
+import { preferredWait, prefersAsync } from "../rest/prefer.ts"
 import { resourceBody } from "../rest/respond.ts"
 import { definedInputs, type InputParameter, readArguments, withExtras } from "./arguments.ts"
 import type { OperationModule } from "./Operation.ts"
@@ -57,15 +58,10 @@ const mediaType = (value: string | undefined): string => (value ?? "").split(";"
 const hasBody = (request: FhirRequest): boolean =>
   Number(request.http.headers["content-length"] ?? "0") > 0 || request.http.headers["transfer-encoding"] !== undefined
 
-const prefers = (request: FhirRequest, token: RegExp): RegExpExecArray | null => token.exec(request.http.headers["prefer"] ?? "")
-
-const respondAsync = (request: FhirRequest): boolean => prefers(request, /(?:^|[;,\s])respond-async(?=$|[;,\s])/i) !== null
+const respondAsync = (request: FhirRequest): boolean => prefersAsync(request.http.headers["prefer"])
 
 /** `Prefer: wait=N` (RFC 7240), at most `longestWait`. */
-const waitOf = (request: FhirRequest): Duration.Duration | undefined => {
-  const match = prefers(request, /(?:^|[;,\s])wait\s*=\s*"?(\d{1,6})"?/i)
-  return match === null ? undefined : Duration.min(Duration.seconds(Number(match[1])), longestWait)
-}
+const waitOf = (request: FhirRequest): Duration.Duration | undefined => preferredWait(request.http.headers["prefer"], longestWait)
 
 const base64 = /^[A-Za-z0-9+/]*={0,2}$/
 
