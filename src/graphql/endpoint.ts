@@ -21,6 +21,8 @@ import type { Principal } from "../http/Principal.ts"
 import type { RootHandler, RootRequest } from "../http/RootRoutes.ts"
 import * as Search from "../search/Search.ts"
 import { readCurrent } from "../store/reads.ts"
+import { bodyText } from "../rest/RequestBody.ts"
+import type { FhirError } from "../http/FhirError.ts"
 import { depthLimit, resourceBudget } from "./bounds.ts"
 import { localReference, referenceLoader } from "./references.ts"
 import { type GraphQLContext, schemaOf } from "./schema.ts"
@@ -39,7 +41,7 @@ const notGraphQL = (message: string) => outcomeResponse("invalid", `/graphql: ${
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** The request's query, variables and operation name, or the reason it is not a GraphQL request. */
-const readRequest = (request: RootRequest): Effect.Effect<GraphQLRequest | string> =>
+const readRequest = (request: RootRequest): Effect.Effect<GraphQLRequest | string, FhirError> =>
   Effect.gen(function*() {
     if (request.http.method === "GET" || request.http.method === "HEAD") {
       const params = new URL(request.http.url, "http://localhost").searchParams
@@ -58,11 +60,8 @@ const readRequest = (request: RootRequest): Effect.Effect<GraphQLRequest | strin
       return { query, variables: variables as Record<string, unknown> | undefined, operationName: params.get("operationName") ?? undefined }
     }
     const type = (request.http.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase()
-    const length = Number(request.http.headers["content-length"] ?? "0")
-    if (length > maxRequestBytes) return `the body is larger than ${maxRequestBytes} bytes`
-    const text = yield* request.http.text.pipe(Effect.orElseSucceed(() => undefined))
-    if (text === undefined) return "the body could not be read"
-    if (Buffer.byteLength(text) > maxRequestBytes) return `the body is larger than ${maxRequestBytes} bytes`
+    // Read at most maxRequestBytes (413 past them, 400 when not UTF-8), however the body is sent.
+    const text = yield* bodyText(request.http, maxRequestBytes)
     if (type === "application/graphql") return { query: text, variables: undefined, operationName: undefined }
     if (type !== "application/json") return `a POST is application/json ({"query": ...}) or application/graphql, not ${type === "" ? "without a type" : type}`
     let body: unknown
@@ -133,7 +132,9 @@ export const graphqlRoutes = (options: {
       if (options.smart && request.principal._tag !== "Authorized") {
         return outcomeResponse("login", "/graphql needs a bearer token", { status: 401, headers: { "www-authenticate": "Bearer" } })
       }
-      const asked = yield* readRequest(request)
+      const read = yield* Effect.either(readRequest(request))
+      if (read._tag === "Left") return outcomeResponse(read.left.code, `/graphql: ${read.left.diagnostics}`, read.left.status === undefined ? {} : { status: read.left.status })
+      const asked = read.right
       if (typeof asked === "string") return notGraphQL(asked)
       const catalog = yield* (yield* CatalogService).get
       const db = yield* Database

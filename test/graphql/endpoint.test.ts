@@ -159,6 +159,8 @@ for (const backend of backendsUnderTest) {
             expect([reply.status, reply.json.resourceType]).toEqual([400, "OperationOutcome"])
             expect(reply.json.issue[0].diagnostics).toMatch(message)
           }
+          const large = yield* call("POST", `${url}/graphql`, { body: `{ Patient(id: "${"x".repeat(1024 * 1024)}") { id } }`, headers: { "content-type": "application/graphql" } })
+          expect([large.status, large.json.issue[0].code]).toEqual([413, "too-costly"])
           const badVariables = yield* call("GET", `${url}/graphql?query=${encodeURIComponent("{ Patient(id: \"x\") { id } }")}&variables=nope`)
           expect(badVariables.status).toBe(400)
         }))
