@@ -14,6 +14,7 @@ import { readDate } from "../search/parse/dates.ts"
 import { parseSearch } from "../search/parse/parseSearch.ts"
 import { resultCodes } from "../search/parse/result.ts"
 import { compartmentTypes } from "../search/plan/compartment.ts"
+import { localReference } from "../rest/localReference.ts"
 import { urlTextProblem } from "../validation/fhirText.ts"
 import type { ExportSpec } from "./jobs.ts"
 
@@ -59,9 +60,8 @@ const patientOnly = (type: string): FhirError =>
 
 /** The patient id of a reference `Patient/{id}` (relative, or absolute on this server's base). */
 export const patientId = (reference: string, base: string): string | undefined => {
-  const relative = reference.startsWith(`${base}/`) ? reference.slice(base.length + 1) : reference
-  const match = /^Patient\/([A-Za-z0-9\-.]{1,64})$/.exec(relative)
-  return match?.[1]
+  const local = localReference(reference, base)
+  return local?.type === "Patient" ? local.id : undefined
 }
 
 /** The job's spec from the kick-off's values, or the 400 / 403 that refuses it. */

@@ -24,7 +24,7 @@ import { readCurrent } from "../store/reads.ts"
 import { bodyText } from "../rest/RequestBody.ts"
 import type { FhirError } from "../http/FhirError.ts"
 import { depthLimit, resourceBudget } from "./bounds.ts"
-import { localReference, referenceLoader } from "./references.ts"
+import { referenceLoader, serverReference } from "./references.ts"
 import { type GraphQLContext, schemaOf } from "./schema.ts"
 
 /** The most bytes of a request body (a query and its variables). */
@@ -147,7 +147,7 @@ export const graphqlRoutes = (options: {
       }
       const contextValue: GraphQLContext = {
         resolve: (reference) => {
-          const local = localReference(catalog, reference, options.base)
+          const local = serverReference(catalog, reference, options.base)
           return local === undefined
             ? Promise.reject(new Error(`the reference ${JSON.stringify(reference)} is not to a resource of this server (Type/id)`))
             : references.load(local.type, local.id).then(counted(() => 1))

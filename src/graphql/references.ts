@@ -14,13 +14,13 @@ import { accessCondition } from "../auth/access/conditions.ts"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { Database } from "../db/Database.ts"
 import type { Principal } from "../http/Principal.ts"
+import { localReference } from "../rest/localReference.ts"
 import { currentOf } from "../store/reads.ts"
 
-/** `Type/id` of a reference on this server, or undefined when it is not one. */
-export const localReference = (catalog: Catalog, reference: string, base: string): { readonly type: string; readonly id: string } | undefined => {
-  const relative = reference.startsWith(`${base}/`) ? reference.slice(base.length + 1) : reference
-  const match = /^([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})$/.exec(relative)
-  return match === null || !catalog.isResourceType(match[1]!) ? undefined : { type: match[1]!, id: match[2]! }
+/** `Type/id` of a reference to a resource of a type this server knows, on this server, or undefined. */
+export const serverReference = (catalog: Catalog, reference: string, base: string): { readonly type: string; readonly id: string } | undefined => {
+  const local = localReference(reference, base)
+  return local === undefined || !catalog.isResourceType(local.type) ? undefined : local
 }
 
 interface Waiting {
