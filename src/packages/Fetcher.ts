@@ -8,7 +8,7 @@ import * as Cache from "./cache.ts"
 import { chain } from "./chain.ts"
 import { DependencyMissing, type PackageError, PackageNotFound, PackageReferenceRefused, PackageSourceError } from "./errors.ts"
 import type { HttpTimeouts } from "./http.ts"
-import { conformanceTypes, type FetchResult, type LoadedPackage, type PackageWarning } from "./LoadedPackage.ts"
+import { conformanceTypes, type FetchResult, inCore, type LoadedPackage, type PackageWarning } from "./LoadedPackage.ts"
 import { loadFolder } from "./load.ts"
 import { expandHome, label, type PackageSpec, parse } from "./PackageSpec.ts"
 import { loadPath, loadTgz } from "./sources/files.ts"
@@ -122,7 +122,7 @@ export const make = (options: FetcherOptions = {}) =>
     const substituted = (pkg: LoadedPackage, where: string) =>
       Effect.as(
         Effect.logInfo(`${core.name}@${core.version} is not in ${where}: its conformance resources are taken from ${examplesLabel}`),
-        { ...pkg, name: core.name, version: core.version, substitutedFrom: examplesLabel }
+        { ...pkg, name: core.name, version: core.version, substitutedFrom: examplesLabel, resources: pkg.resources.filter(({ resource }) => inCore(resource)) }
       )
 
     /** `unreachable` holds the sources that did not answer earlier in the same fetch: they are not waited for again. */

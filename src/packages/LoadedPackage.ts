@@ -34,6 +34,15 @@ export interface FetchResult {
   readonly warnings: ReadonlyArray<PackageWarning>
 }
 
+/**
+ * Whether a resource of the R4 examples package is one the R4 core package holds too, when the examples package
+ * stands in for the core: its SearchParameters named `example...` are examples of SearchParameter, not the
+ * core's, and would stand in for core parameters of the same code (`example` is `_id` of every resource,
+ * `example-reference` is Condition's `subject`, limited to Organization).
+ */
+export const inCore = (resource: Record<string, unknown>): boolean =>
+  !(resource["resourceType"] === "SearchParameter" && typeof resource["id"] === "string" && resource["id"].startsWith("example"))
+
 /** The R4 core package's conformance resources, as carried by the R4 examples package. */
 export const conformanceTypes: ReadonlySet<string> = new Set([
   "StructureDefinition",

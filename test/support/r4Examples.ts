@@ -12,7 +12,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { promisify } from "node:util"
-import { conformanceTypes } from "../../src/packages/LoadedPackage.ts"
+import { conformanceTypes, inCore } from "../../src/packages/LoadedPackage.ts"
 
 const run = promisify(execFile)
 
@@ -96,7 +96,7 @@ export const loadR4Conformance = async (): Promise<ReadonlyArray<Record<string, 
   const wanted = new Set<string>(conformanceTypes)
   const names = (await readdir(dir)).filter((name) => name.endsWith(".json") && wanted.has(name.slice(0, name.indexOf("-"))))
   const resources = await Promise.all(names.map((name) => readJson(dir, name)))
-  return resources.filter((resource) => typeof resource["resourceType"] === "string" && wanted.has(resource["resourceType"]))
+  return resources.filter((resource) => typeof resource["resourceType"] === "string" && wanted.has(resource["resourceType"]) && inCore(resource))
 }
 
 export interface ExampleFile {
