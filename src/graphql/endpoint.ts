@@ -23,9 +23,13 @@ import * as Search from "../search/Search.ts"
 import { readCurrent } from "../store/reads.ts"
 import { bodyText } from "../rest/RequestBody.ts"
 import type { FhirError } from "../http/FhirError.ts"
+import { atPage } from "../search/paging.ts"
+import { maxOffset } from "../search/parse/result.ts"
 import { depthLimit, resourceBudget } from "./bounds.ts"
+import { fhirLiterals } from "./literals.ts"
 import { referenceLoader, serverReference } from "./references.ts"
 import { type GraphQLContext, schemaOf } from "./schema.ts"
+import type { SearchPage } from "./searchFields.ts"
 
 /** The most bytes of a request body (a query and its variables). */
 const maxRequestBytes = 1024 * 1024
@@ -111,7 +115,21 @@ const searchAs = (db: Database["Type"], catalog: Catalog, principal: Principal, 
     const rows = yield* db.withReader((sql) =>
       Search.run(sql, { catalog, params, lenient: false, restriction: searchRestriction(sql, access, catalog, now) }, type)
     )
-    return rows.matches.map((row) => JSON.parse(row.content) as Record<string, unknown>)
+    const { count, offset, cursor } = rows.request.result
+    const links = rows.paging.links.map((link) => ({ relation: link.relation, query: atPage(rows.paging.params, link.at) }))
+    // The last page, when the matches were counted (and it can be reached by an offset).
+    if (rows.total !== undefined && count > 0) {
+      const last = Math.max(0, Math.floor((rows.total - 1) / count) * count)
+      if (last <= maxOffset) links.push({ relation: "last", query: atPage(rows.paging.params, { offset: last }) })
+    }
+    const page: SearchPage = {
+      matches: rows.matches.map((row) => JSON.parse(row.content) as Record<string, unknown>),
+      total: rows.total,
+      count,
+      offset: cursor === undefined ? offset ?? 0 : undefined,
+      links
+    }
+    return page
   }).pipe(
     Effect.mapError((error) => new Error(error.message)),
     Effect.catchAllDefect((defect) => Effect.fail(new Error(`searching ${type} failed: ${String(defect)}`)))
@@ -153,13 +171,13 @@ export const graphqlRoutes = (options: {
             : references.load(local.type, local.id).then(counted(() => 1))
         },
         read: (type, id) => resolved(runtime, readAs(db, catalog, request.principal, type, id)).then(counted(() => 1)),
-        search: (type, params) => resolved(runtime, searchAs(db, catalog, request.principal, type, params)).then(counted((found) => found.length))
+        search: (type, params) => resolved(runtime, searchAs(db, catalog, request.principal, type, params)).then(counted((found) => found.matches.length))
       }
       const schema = schemaOf(catalog)
       const result = yield* Effect.promise(async () => {
         let document
         try {
-          document = parse(asked.query)
+          document = fhirLiterals(schema, parse(asked.query))
         } catch (error) {
           return { errors: [error as Error] }
         }

@@ -34,30 +34,18 @@ import {
 } from "graphql"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { ElementDefinition, StructureDefinition } from "../catalog/definitions.ts"
+import { listArguments, selectItems } from "./listFilters.ts"
+import { searchFields, type Searching } from "./searchFields.ts"
 
 /**
  * What a query is executed with (GraphQL's context value): how the query root's `Type(id: ...)` fields read a
- * resource, as the caller may (a refusal or an unknown resource is an error of that field).
+ * resource, as the caller may (a refusal or an unknown resource is an error of that field), and how searches
+ * (searchFields.ts) read a page of matches.
  */
-export interface GraphQLContext {
+export interface GraphQLContext extends Searching {
   readonly read: (type: string, id: string) => Promise<Record<string, unknown>>
-  /** A search of `type` (`TypeList(...)`): the first page's matches, as the caller may see them. */
-  readonly search: (type: string, params: URLSearchParams) => Promise<ReadonlyArray<Record<string, unknown>>>
   /** The resource a reference (`Reference.reference`) points at, as the caller may read it (references.ts). */
   readonly resolve: (reference: string) => Promise<Record<string, unknown>>
-}
-
-/**
- * The arguments of `TypeList`: the type's search parameters, a `-` in a name written `_` (FHIR GraphQL), each by
- * the code it stands for; and the result parameters `_count` and `_sort`.
- */
-export const searchArguments = (catalog: Catalog, type: string): ReadonlyMap<string, string> => {
-  const names = new Map<string, string>()
-  for (const code of [...catalog.searchParameters(type).keys(), "_count", "_sort"]) {
-    const name = code.replace(/-/g, "_")
-    if (/^[_A-Za-z][_0-9A-Za-z]*$/.test(name) && !names.has(name)) names.set(name, code)
-  }
-  return names
 }
 
 /** The scalar of a FHIR primitive type (or of the FHIRPath system types an element's `id` and `value` use). */
@@ -148,6 +136,46 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
     return catalog.structureDefinitionForType(code) === undefined ? GraphQLString : objectType(code)
   }
 
+  /** The JSON names of the primitive elements directly under the element (of type `code`): what its list's items can be filtered by. */
+  const primitiveChildren = (owner: StructureDefinition, element: ElementDefinition, code: string | undefined): ReadonlyArray<string> => {
+    let elements = owner.snapshot?.element ?? []
+    let path = element.contentReference?.startsWith("#") === true ? element.contentReference.slice(1) : element.path
+    if (element.contentReference === undefined && code !== undefined && childrenOf(elements, path).length === 0) {
+      const definition = catalog.structureDefinitionForType(code)
+      elements = definition?.snapshot?.element ?? []
+      path = elements[0]?.path ?? code
+    }
+    // A choice (`Extension.value[x]`) is left out: its many types would each be an argument of every such list.
+    return childrenOf(elements, path).flatMap((child) => {
+      const name = child.path.slice(path.length + 1)
+      const childCode = child.type.length === 1 ? child.type[0]!.code : undefined
+      return !name.endsWith("[x]") && childCode !== undefined && isPrimitive(catalog, childCode) && /^[_A-Za-z][_0-9A-Za-z]*$/.test(name) ? [name] : []
+    })
+  }
+
+  /**
+   * A repeating element's field. Of a complex type, it takes the arguments that select some of its items
+   * (listFilters.ts): a value for each of its primitive sub-elements, `fhirpath`, `_offset` and `_count`.
+   */
+  const listField = (json: string, type: GraphQLOutputType, owner: StructureDefinition, element: ElementDefinition, code: string | undefined): GraphQLFieldConfig<unknown, unknown> => {
+    if (!(type instanceof GraphQLObjectType)) return { type: new GraphQLList(type) }
+    const filters = primitiveChildren(owner, element, code).filter((name) => !(listArguments as ReadonlyArray<string>).includes(name))
+    return {
+      type: new GraphQLList(type),
+      args: {
+        ...Object.fromEntries(filters.map((name) => [name, { type: GraphQLString, description: `Only the items whose ${name} is this value` }])),
+        fhirpath: { type: GraphQLString, description: "Only the items this FHIRPath expression is true of" },
+        _offset: { type: GraphQLInt, description: "Leave out this many items (after the filters)" },
+        _count: { type: GraphQLInt, description: "At most this many items (after the filters and _offset)" }
+      },
+      resolve: (source, args: Record<string, unknown>) => {
+        const items = (source as Record<string, unknown>)[json]
+        if (!Array.isArray(items)) return items
+        return Object.keys(args).length === 0 ? items : selectItems(items, args)
+      }
+    }
+  }
+
   /** The fields of the elements directly under `path` in `owner`'s snapshot. */
   const fieldsOf = (owner: StructureDefinition, path: string): GraphQLFieldConfigMap<unknown, unknown> => {
     const fields: Record<string, GraphQLFieldConfig<unknown, unknown>> = {}
@@ -157,7 +185,7 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
       for (const { json, code } of jsonNames(name, codes)) {
         if (!/^[_A-Za-z][_0-9A-Za-z]*$/.test(json)) continue
         const type = fieldType(owner, element, code)
-        fields[json] = { type: repeats(element) ? new GraphQLList(type) : type }
+        fields[json] = repeats(element) ? listField(json, type, owner, element, code) : { type }
         if (code !== undefined && isPrimitive(catalog, code) && !code.startsWith("http://hl7.org/fhirpath/")) {
           fields[`_${json}`] = { type: repeats(element) ? new GraphQLList(elementType()) : elementType() }
         }
@@ -185,29 +213,15 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
       fields: () => ({
         ...(resource ? { resourceType: { type: GraphQLString } } : {}),
         ...fieldsOf(definition, definition.snapshot?.element[0]?.path ?? code),
-        ...(code === "Reference" ? { resource: referenceField } : {})
+        ...(code === "Reference" ? { resource: referenceField } : {}),
+        ...(resource ? searching.reverse(code) : {})
       })
     })
     types.set(code, made)
     return made
   }
 
-  /** `TypeList(name: value, ...)`: a search, each argument a search parameter (its value as in a URL). */
-  const listField = (type: string): GraphQLFieldConfig<unknown, GraphQLContext, Record<string, unknown>> => {
-    const names = searchArguments(catalog, type)
-    return {
-      type: new GraphQLList(objectType(type)),
-      description: `A search of ${type}: the first page of its matches (FHIR GraphQL, type list)`,
-      args: Object.fromEntries([...names.keys()].map((name) => [name, { type: name === "_count" ? GraphQLInt : GraphQLString }])),
-      resolve: (_root, args, context) => {
-        const params = new URLSearchParams()
-        for (const [name, value] of Object.entries(args)) {
-          if (value !== undefined && value !== null) params.append(names.get(name)!, String(value))
-        }
-        return context.search(type, params)
-      }
-    }
-  }
+  const searching = searchFields(catalog, objectType)
 
   const query = new GraphQLObjectType({
     name: "Query",
@@ -219,7 +233,8 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
           args: { id: { type: new GraphQLNonNull(GraphQLID) } },
           resolve: (_root: unknown, args: { readonly id: string }, context: GraphQLContext) => context.read(type, args.id)
         }],
-        [`${type}List`, listField(type)]
+        [`${type}List`, searching.list(type)],
+        [`${type}Connection`, searching.connection(type)]
       ]))
   })
   return new GraphQLSchema({ query, types: [resourceUnion] })

@@ -220,6 +220,22 @@ describe.skipIf(skipRealPackages)("/graphql under --smart", () => {
         const resolved = yield* ask(`{ ObservationList { subject { resource { ... on Patient { birthDate } } } performer { resource { ... on Practitioner { id } } } } }`, as(observer))
         expect(resolved.json.data).toEqual({ ObservationList: [{ subject: { resource: { birthDate: "1990-01-01" } }, performer: [{ resource: null }] }] })
         expect(resolved.json.errors.map((error: any) => error.message)).toEqual(["the token's scopes do not allow reading Practitioner"])
+        // Reverse references and connections keep to the compartment too: the other patient's observation is not
+        // listed, nor counted.
+        yield* write({ resourceType: "Observation", status: "final", code: { text: "smart" }, subject: { reference: `Patient/${other.id}` } })
+        const reverse = yield* ask(`{ Patient(id: "${own.id}") { ObservationList(_reference: subject) { code { text } } } PatientConnection { count edges { resource { id } } } ObservationConnection(code: "http://nowhere|none,smart") { count } }`, as(observer))
+        expect(reverse.json).toEqual({
+          data: {
+            Patient: { ObservationList: [{ code: { text: "smart" } }] },
+            PatientConnection: { count: 1, edges: [{ resource: { id: own.id } }] },
+            ObservationConnection: { count: 0 }
+          }
+        })
+        const otherReverse = yield* ask(`{ Patient(id: "${other.id}") { ObservationList(_reference: subject) { id } } }`, as(observer))
+        expect(otherReverse.json.data).toEqual({ Patient: null })
+        const unscoped = yield* ask(`{ Patient(id: "${own.id}") { ObservationList(_reference: subject) { id } } }`, as(patients))
+        expect(unscoped.json.data).toEqual({ Patient: { ObservationList: null } })
+        expect(unscoped.json.errors.map((error: any) => error.message)).toEqual([expect.stringMatching(/Observation/)])
       }))
   })
 })

@@ -29,11 +29,20 @@ describe("the GraphQL schema of the R4 catalog", () => {
       expect([type, client.getType(type)?.name]).toEqual([type, type])
     }
     const root = (client.getType("Query") as GraphQLObjectType).getFields()
-    expect(Object.keys(root).length).toBe(2 * catalog.resourceTypes.length)
+    expect(Object.keys(root).length).toBe(3 * catalog.resourceTypes.length)
     // TypeList takes the type's search parameters, a '-' written '_', and _count and _sort.
     const list = root["ObservationList"]!.args.map((arg) => arg.name)
     expect(list).toEqual(expect.arrayContaining(["code", "value_quantity", "patient", "_id", "_count", "_sort"]))
     expect(String(root["ObservationList"]!.type)).toBe("[Observation]")
+    expect(String(root["ObservationConnection"]!.type)).toBe("ObservationConnection")
+    expect(root["ObservationConnection"]!.args.map((arg) => arg.name)).toEqual(expect.arrayContaining(["code", "_cursor", "_offset", "fhirpath"]))
+    // Each resource has the reverse references of the types that may refer to it.
+    const patient = (client.getType("Patient") as GraphQLObjectType).getFields()
+    expect(patient["ObservationList"]!.args.map((arg) => arg.name)).toEqual(["_reference", "_filter", "_sort", "_count", "_offset", "fhirpath"])
+    expect(String(patient["ConditionConnection"]!.type)).toBe("ConditionConnection")
+    // A repeating element's field takes its items' primitive sub-elements as filters.
+    expect(patient["name"]!.args.map((arg) => arg.name)).toEqual(expect.arrayContaining(["use", "family", "given", "fhirpath", "_offset", "_count"]))
+    expect((client.getType("Element") as GraphQLObjectType).getFields()["extension"]!.args.map((arg) => arg.name)).toEqual(["id", "url", "fhirpath", "_offset", "_count"])
   })
 
   it("names fields as FHIR JSON does: choices by type, primitives with their _ fields, lists, backbone types, the Resource union", () => {
@@ -86,7 +95,7 @@ describe("the GraphQL schema of the R4 catalog", () => {
       },
       search: async (type: string, params: URLSearchParams) => {
         searched.push(`${type}?${params}`)
-        return [patient]
+        return { matches: [patient], total: undefined, count: 5, offset: 0, links: [] }
       },
       resolve: async (reference: string) => {
         if (reference === "Patient/example") return patient
