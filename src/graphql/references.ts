@@ -9,11 +9,10 @@
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect } from "effect"
-import { type Access, accessOf } from "../auth/access/Access.ts"
+import type { Access } from "../auth/access/Access.ts"
 import { accessCondition } from "../auth/access/conditions.ts"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { Database } from "../db/Database.ts"
-import type { Principal } from "../http/Principal.ts"
 import { localReference } from "../rest/localReference.ts"
 import { currentOf } from "../store/reads.ts"
 
@@ -52,10 +51,9 @@ const readBatch = (db: Database["Type"], catalog: Catalog, access: Access, type:
 export const referenceLoader = (
   db: Database["Type"],
   catalog: Catalog,
-  principal: Principal,
+  access: Access,
   run: <A>(effect: Effect.Effect<A, SqlError>) => Promise<A>
 ) => {
-  const access = accessOf(principal)
   let waiting = new Map<string, Map<string, Array<Waiting>>>()
   let scheduled = false
 

@@ -241,6 +241,7 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
 }
 
 const schemas = new WeakMap<Catalog, GraphQLSchema>()
+const instanceSchemas = new WeakMap<GraphQLSchema, Map<string, GraphQLSchema>>()
 
 /** The schema of `catalog`, built on first use and kept while the catalog is (a new catalog has a new schema). */
 export const schemaOf = (catalog: Catalog): GraphQLSchema => {
@@ -250,4 +251,21 @@ export const schemaOf = (catalog: Catalog): GraphQLSchema => {
     schemas.set(catalog, schema)
   }
   return schema
+}
+
+/**
+ * The schema of a query on one resource of `type` (`[base]/{type}/{id}/$graphql`): the same types, with that
+ * resource type as the query's root, so that `{ name { family } ObservationList(_reference: subject) { id } }`
+ * asks about the resource itself. Built once per type and catalog.
+ */
+export const instanceSchemaOf = (catalog: Catalog, type: string): GraphQLSchema => {
+  const schema = schemaOf(catalog)
+  const byType = instanceSchemas.get(schema) ?? new Map<string, GraphQLSchema>()
+  instanceSchemas.set(schema, byType)
+  let made = byType.get(type)
+  if (made === undefined) {
+    made = new GraphQLSchema({ query: schema.getType(type) as GraphQLObjectType, types: Object.values(schema.getTypeMap()), directives: schema.getDirectives() })
+    byType.set(type, made)
+  }
+  return made
 }

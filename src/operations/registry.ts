@@ -14,6 +14,7 @@ import { type OperationAt, Operations } from "../rest/Operations.ts"
 import { documentModule } from "./document.ts"
 import { everythingModule } from "./everything.ts"
 import { exportModule } from "./export.ts"
+import { graphqlModule } from "./graphql.ts"
 import { installModule } from "./install.ts"
 import { layer as installsLayer } from "../packages/PackageInstalls.ts"
 import { expandModule } from "./expand.ts"
@@ -32,12 +33,12 @@ import { validateCodeModule } from "./validateCode.ts"
 /** Every operation served, in the order the CapabilityStatement lists them. */
 export const operations = [
   validateModule, everythingModule, exportModule, metaModule, metaAddModule, metaDeleteModule, documentModule, installModule,
-  expandModule, expandabilityModule, lookupModule, validateCodeModule, subsumesModule, translateModule
+  expandModule, expandabilityModule, lookupModule, validateCodeModule, subsumesModule, translateModule, graphqlModule
 ] as const
 
 /** The operations of the interface that later versions serve: asked for today, a 501. */
 const plannedOperations: ReadonlySet<string> = new Set([
-  "everything", "validate", "populate", "extract", "assemble", "next-question", "behavior", "graphql"
+  "everything", "validate", "populate", "extract", "assemble", "next-question", "behavior"
 ])
 
 /** Whether the module serves `level` on `type` (every type when it names none). */

@@ -52,6 +52,35 @@ for (const backend of backendsUnderTest) {
           expect(named.json).toEqual({ data: { Patient: { birthDate: "1980-02-03" } } })
         }))
 
+      it.effect("serves $graphql: at [base] from the query root, on an instance with the resource as the root", () =>
+        Effect.gen(function*() {
+          const { base } = yield* Server
+          const patient = yield* call("POST", `${base}/Patient`, { body: { resourceType: "Patient", name: [{ family: "Operated", given: ["On"] }] } })
+          const id = patient.json.id
+          yield* call("POST", `${base}/Observation`, { body: { resourceType: "Observation", status: "final", code: { text: "op" }, subject: { reference: `Patient/${id}` } } })
+          const system = yield* call("GET", `${base}/$graphql?query=${encodeURIComponent(`{ Patient(id: "${id}") { name { family } } }`)}`)
+          expect([system.status, system.headers.get("content-type"), system.json]).toEqual([200, "application/json", { data: { Patient: { name: [{ family: "Operated" }] } } }])
+          const query = `{ id name { given } ObservationList(_reference: subject) { code { text } } }`
+          const expected = { data: { id, name: [{ given: ["On"] }], ObservationList: [{ code: { text: "op" } }] } }
+          const instance = yield* call("GET", `${base}/Patient/${id}/$graphql?query=${encodeURIComponent(query)}`)
+          expect([instance.status, instance.json]).toEqual([200, expected])
+          const posted = yield* call("POST", `${base}/Patient/${id}/$graphql`, { body: JSON.stringify({ query }), headers: { "content-type": "application/json" } })
+          expect(posted.json).toEqual(expected)
+          const raw = yield* call("POST", `${base}/Patient/${id}/$graphql`, { body: query, headers: { "content-type": "application/graphql" } })
+          expect(raw.json).toEqual(expected)
+          // On an instance the root is the resource: the query root's fields are not there.
+          const rooted = yield* call("GET", `${base}/Patient/${id}/$graphql?query=${encodeURIComponent(`{ Patient(id: "${id}") { id } }`)}`)
+          expect(rooted.json.errors[0].message).toBe('Cannot query field "Patient" on type "Patient".')
+          const unknown = yield* call("GET", `${base}/Patient/no-such-one/$graphql?query=${encodeURIComponent("{ id }")}`)
+          expect([unknown.status, unknown.json.resourceType]).toEqual([404, "OperationOutcome"])
+          const gone = yield* call("POST", `${base}/Patient`, { body: { resourceType: "Patient" } })
+          yield* call("DELETE", `${base}/Patient/${gone.json.id}`)
+          expect((yield* call("GET", `${base}/Patient/${gone.json.id}/$graphql?query=${encodeURIComponent("{ id }")}`)).status).toBe(410)
+          const noQuery = yield* call("GET", `${base}/$graphql`)
+          expect([noQuery.status, noQuery.json.issue[0].diagnostics]).toEqual([400, "$graphql: a GET gives the query as the parameter 'query'"])
+          expect((yield* call("GET", `${base}/Patient/$graphql?query=${encodeURIComponent("{ id }")}`)).status).toBe(404)
+        }))
+
       it.effect("searches with TypeList: the search parameters as arguments, the same refusals as a REST search", () =>
         Effect.gen(function*() {
           const { base, url } = yield* Server

@@ -24,25 +24,27 @@ describe("the operations registry", () => {
       { name: "validate", definition: "http://hl7.org/fhir/OperationDefinition/Resource-validate" },
       { name: "meta", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta" },
       { name: "meta-add", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta-add" },
-      { name: "meta-delete", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta-delete" }
+      { name: "meta-delete", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta-delete" },
+      { name: "graphql", definition: "http://hl7.org/fhir/OperationDefinition/Resource-graphql" }
     ])
-    expect(operationsOn("Patient").map((operation) => operation.name)).toEqual(["validate", "everything", "export", "meta", "meta-add", "meta-delete"])
+    expect(operationsOn("Patient").map((operation) => operation.name)).toEqual(["validate", "everything", "export", "meta", "meta-add", "meta-delete", "graphql"])
     expect(operationsOn("Group").find((operation) => operation.name === "export")?.definition).toBe("http://hl7.org/fhir/uv/bulkdata/OperationDefinition/group-export")
     expect(operationsOn("Encounter").find((operation) => operation.name === "everything")?.definition).toBe("http://hl7.org/fhir/OperationDefinition/Encounter-everything")
-    expect(operationsOn("Composition").map((operation) => operation.name)).toEqual(["validate", "meta", "meta-add", "meta-delete", "document"])
+    expect(operationsOn("Composition").map((operation) => operation.name)).toEqual(["validate", "meta", "meta-add", "meta-delete", "document", "graphql"])
     expect(operationsOn("Composition").find((operation) => operation.name === "document")?.definition).toBe("http://hl7.org/fhir/OperationDefinition/Composition-document")
     expect(operationsOn("Patient").map((operation) => operation.name)).not.toContain("install")
     const definitions = (type: string) => operationsOn(type).map((operation) => `${operation.name} ${operation.definition.replace("http://hl7.org/fhir/OperationDefinition/", "")}`)
-    expect(definitions("CodeSystem")).toEqual(["validate Resource-validate", "meta Resource-meta", "meta-add Resource-meta-add", "meta-delete Resource-meta-delete", "lookup CodeSystem-lookup", "validate-code CodeSystem-validate-code", "subsumes CodeSystem-subsumes"])
-    expect(definitions("ValueSet")).toEqual(["validate Resource-validate", "meta Resource-meta", "meta-add Resource-meta-add", "meta-delete Resource-meta-delete", "expand ValueSet-expand", "expandability urn:svc:OperationDefinition:ValueSet-expandability", "validate-code ValueSet-validate-code"])
-    expect(definitions("ConceptMap")).toEqual(["validate Resource-validate", "meta Resource-meta", "meta-add Resource-meta-add", "meta-delete Resource-meta-delete", "translate ConceptMap-translate"])
+    expect(definitions("CodeSystem")).toEqual(["validate Resource-validate", "meta Resource-meta", "meta-add Resource-meta-add", "meta-delete Resource-meta-delete", "lookup CodeSystem-lookup", "validate-code CodeSystem-validate-code", "subsumes CodeSystem-subsumes", "graphql Resource-graphql"])
+    expect(definitions("ValueSet")).toEqual(["validate Resource-validate", "meta Resource-meta", "meta-add Resource-meta-add", "meta-delete Resource-meta-delete", "expand ValueSet-expand", "expandability urn:svc:OperationDefinition:ValueSet-expandability", "validate-code ValueSet-validate-code", "graphql Resource-graphql"])
+    expect(definitions("ConceptMap")).toEqual(["validate Resource-validate", "meta Resource-meta", "meta-add Resource-meta-add", "meta-delete Resource-meta-delete", "translate ConceptMap-translate", "graphql Resource-graphql"])
   })
 
   it("lists the operations served at system level, each with the url of its definition", () => {
     expect(systemOperations()).toEqual([
       { name: "export", definition: "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/export" },
       { name: "meta", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta" },
-      { name: "install", definition: "urn:svc:OperationDefinition:install" }
+      { name: "install", definition: "urn:svc:OperationDefinition:install" },
+      { name: "graphql", definition: "http://hl7.org/fhir/OperationDefinition/Resource-graphql" }
     ])
   })
 })

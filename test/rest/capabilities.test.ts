@@ -159,7 +159,7 @@ for (const backend of backendsUnderTest) {
           )
           expect(patient["searchInclude"]).toEqual(expect.arrayContaining(["*", "Patient:general-practitioner"]))
           expect(patient.searchRevInclude).toEqual(expect.arrayContaining(["Observation:subject"]))
-          expect((resourceOf(statement, "Observation")["operation"] as ReadonlyArray<{ name: string }>).map((operation) => operation.name)).toEqual(["validate", "meta", "meta-add", "meta-delete"])
+          expect((resourceOf(statement, "Observation")["operation"] as ReadonlyArray<{ name: string }>).map((operation) => operation.name)).toEqual(["validate", "meta", "meta-add", "meta-delete", "graphql"])
           expect((resourceOf(statement, "Group")["operation"] as ReadonlyArray<{ name: string; definition: string }>).find((operation) => operation.name === "export"))
             .toEqual({ name: "export", definition: "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/group-export" })
           expect(rest["operation"]).toEqual([

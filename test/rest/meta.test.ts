@@ -325,7 +325,7 @@ for (const backend of backendsUnderTest) {
           const statement = (yield* get("metadata")).json
           expect(statement.rest[0].operation).toContainEqual({ name: "meta", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta" })
           const observation = statement.rest[0].resource.find((resource: any) => resource.type === "Observation")
-          expect(observation.operation.map((operation: any) => operation.name)).toEqual(["validate", "meta", "meta-add", "meta-delete"])
+          expect(observation.operation.map((operation: any) => operation.name)).toEqual(["validate", "meta", "meta-add", "meta-delete", "graphql"])
         }))
     })
   })
