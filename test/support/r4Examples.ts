@@ -113,3 +113,9 @@ export const loadR4Examples = async (skipped: string): Promise<ReadonlyArray<Exa
   const files = await Promise.all(names.map(async (file): Promise<ExampleFile> => ({ file, resource: await readJson(dir, file) })))
   return files.filter(({ resource }) => typeof resource["resourceType"] === "string")
 }
+
+/** The named files of the package (`Patient-example.json`...), or undefined (with a notice) when no registry answers outside CI. */
+export const readR4Examples = async (skipped: string, files: ReadonlyArray<string>): Promise<ReadonlyArray<Record<string, unknown>> | undefined> => {
+  const dir = await packageDirectory(skipped)
+  return dir === undefined ? undefined : Promise.all(files.map((file) => readJson(dir, file)))
+}
