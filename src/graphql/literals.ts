@@ -11,6 +11,10 @@
  *   is how a search reads alternatives.
  *
  * Anything else (a variable, an object, a list holding a variable) is left for validation to judge.
+ *
+ * And a reference's `resource(type: Patient) { birthDate }` (FHIR GraphQL, "Resource references") selects fields
+ * of that type directly: its fields are put in a fragment on the type (`{ ... on Patient { birthDate } }`), which
+ * is how the `Resource` union is selected from.
  */
 import {
   type ArgumentNode,
@@ -19,7 +23,10 @@ import {
   GraphQLID,
   GraphQLString,
   type GraphQLSchema,
+  type FieldNode,
+  isObjectType,
   Kind,
+  type SelectionNode,
   TypeInfo,
   type ValueNode,
   visit,
@@ -52,6 +59,23 @@ const searches = (name: string): boolean => /^[A-Z][A-Za-z0-9]*(List|Connection)
 export const fhirLiterals = (schema: GraphQLSchema, document: DocumentNode): DocumentNode => {
   const typeInfo = new TypeInfo(schema)
   return visit(document, visitWithTypeInfo(typeInfo, {
+    Field: {
+      enter(node: FieldNode): FieldNode | undefined {
+        if (node.name.value !== "resource" || typeInfo.getParentType()?.name !== "Reference" || node.selectionSet === undefined) return undefined
+        const argument = node.arguments?.find((candidate) => candidate.name.value === "type")
+        const type = argument === undefined ? undefined : scalarText(argument.value)
+        if (type === undefined || !isObjectType(schema.getType(type))) return undefined
+        const fields = node.selectionSet.selections.filter((selection) => selection.kind === Kind.FIELD)
+        if (fields.length === 0) return undefined
+        const fragment: SelectionNode = {
+          kind: Kind.INLINE_FRAGMENT,
+          typeCondition: { kind: Kind.NAMED_TYPE, name: { kind: Kind.NAME, value: type } },
+          selectionSet: { kind: Kind.SELECTION_SET, selections: fields }
+        }
+        const others = node.selectionSet.selections.filter((selection) => selection.kind !== Kind.FIELD)
+        return { ...node, selectionSet: { ...node.selectionSet, selections: [...others, fragment] } }
+      }
+    },
     Argument: {
       enter(node: ArgumentNode): ArgumentNode | undefined {
         const argument = typeInfo.getArgument()

@@ -89,6 +89,14 @@ const childrenOf = (elements: ReadonlyArray<ElementDefinition>, path: string): R
 
 const repeats = (element: ElementDefinition): boolean => element.max !== undefined && element.max !== "0" && element.max !== "1"
 
+/** The type a reference names: `Reference.type`, or the type in its literal reference (`Type/id`, `[url]/Type/id[/_history/v]`). */
+const referencedType = (reference: Record<string, unknown>): string | undefined => {
+  if (typeof reference["type"] === "string") return reference["type"]
+  const text = reference["reference"]
+  if (typeof text !== "string") return undefined
+  return /(?:^|\/)([A-Z][A-Za-z]*)\/[A-Za-z0-9\-.]{1,64}(?:\/_history\/[^/]+)?$/.exec(text)?.[1]
+}
+
 /** Builds the schema of `catalog`. */
 export const buildSchema = (catalog: Catalog): GraphQLSchema => {
   const types = new Map<string, GraphQLObjectType>()
@@ -105,12 +113,16 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
    * `Reference.resource`: the resource the reference points at (FHIR GraphQL), null with an error when it cannot be
    * given, or null alone with `optional: true`.
    */
-  const referenceField: GraphQLFieldConfig<Record<string, unknown>, GraphQLContext, { readonly optional?: boolean | null }> = {
+  const referenceField: GraphQLFieldConfig<Record<string, unknown>, GraphQLContext, { readonly optional?: boolean | null; readonly type?: string | null }> = {
     type: resourceUnion,
     description: "The resource this reference points at",
-    args: { optional: { type: GraphQLBoolean, description: "A reference that cannot be resolved is null, not an error" } },
+    args: {
+      optional: { type: GraphQLBoolean, description: "A reference that cannot be resolved is null, not an error" },
+      type: { type: GraphQLString, description: "Only a reference to a resource of this type is resolved; another is null" }
+    },
     resolve: (reference, args, context) => {
       const target = reference["reference"]
+      if (typeof args.type === "string" && referencedType(reference) !== args.type) return null
       const resolving = typeof target === "string"
         ? context.resolve(target)
         : Promise.reject(new Error("the reference has no literal reference (Reference.reference) to resolve"))

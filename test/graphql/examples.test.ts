@@ -3,7 +3,7 @@
  * Patient/example, Observation/example, the glossy patient and the long List, stored as the examples package
  * holds them, and asked the page's own queries at `[base]/{type}/{id}/$graphql` and `/graphql`: field selection,
  * primitives' `_` fields, list filters, `_offset`/`_count` on a long list, references (and a broken one), type
- * selection by fragment, and errors.
+ * selection by fragment and by `resource(type: ...)`, and errors.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
@@ -103,6 +103,14 @@ for (const backend of backendsUnderTest) {
             encounter: { reference: "Encounter/example", resource: null }
           })
           expect(reply.json.errors).toEqual([{ message: "Encounter/example is not known", locations: [expect.any(Object)], path: ["encounter", "resource"] }])
+          // The denser form: resource(type: ...) selects that type's fields, and ignores a reference to another type.
+          const typed = yield* onInstance("Observation/example", `{
+            subject { reference asPatient: resource(type: Patient) { birthDate } asGroup: resource(type: Group) { name } }
+            encounter { resource(type: Patient) { birthDate } }
+          }`)
+          expect(typed.json).toEqual({
+            data: { subject: { reference: "Patient/example", asPatient: { birthDate: "1974-12-25" }, asGroup: null }, encounter: { resource: null } }
+          })
         }))
 
       it.effect("reads the long List a window at a time (_offset, _count), its items' references resolved where they can be", () =>
