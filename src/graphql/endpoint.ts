@@ -24,6 +24,7 @@ import { readCurrent } from "../store/reads.ts"
 import { bodyText } from "../rest/RequestBody.ts"
 import type { FhirError } from "../http/FhirError.ts"
 import { depthLimit, resourceBudget } from "./bounds.ts"
+import { reshape } from "./directives.ts"
 import { referenceLoader, serverReference } from "./references.ts"
 import { type GraphQLContext, schemaOf } from "./schema.ts"
 
@@ -153,7 +154,8 @@ export const graphqlRoutes = (options: {
             : references.load(local.type, local.id).then(counted(() => 1))
         },
         read: (type, id) => resolved(runtime, readAs(db, catalog, request.principal, type, id)).then(counted(() => 1)),
-        search: (type, params) => resolved(runtime, searchAs(db, catalog, request.principal, type, params)).then(counted((found) => found.length))
+        search: (type, params) => resolved(runtime, searchAs(db, catalog, request.principal, type, params)).then(counted((found) => found.length)),
+        slices: new Map()
       }
       const schema = schemaOf(catalog)
       const result = yield* Effect.promise(async () => {
@@ -165,13 +167,15 @@ export const graphqlRoutes = (options: {
         }
         const invalid = validate(schema, document, [...specifiedRules, depthLimit])
         if (invalid.length > 0) return { errors: invalid }
-        return await execute({
+        const executed = await execute({
           schema,
           document,
           contextValue,
           ...(asked.variables === undefined ? {} : { variableValues: asked.variables }),
           ...(asked.operationName === undefined ? {} : { operationName: asked.operationName })
         })
+        // @flatten, @first, @singleton and @slice (directives.ts): nothing to do for a query without them.
+        return reshape(document, asked.operationName, executed, contextValue.slices, asked.variables)
       })
       return HttpServerResponse.text(JSON.stringify(result), { status: 200, contentType: "application/json" })
     })

@@ -11,6 +11,8 @@
  *   repeats another's definition (`contentReference`) has that element's type.
  * - A `Resource` (`contained`, `Bundle.entry.resource`) is the union of the resource types, told apart by their
  *   `resourceType`; every resource type has a `resourceType` field.
+ * - FHIR GraphQL's data-flattening directives (`@flatten`, `@first`, `@singleton`, `@slice`) are declared next to
+ *   GraphQL's own; what they need while a query resolves is done by the repeating fields' resolver (directives.ts).
  *
  * Fields resolve to the properties of the resource's JSON of the same name (GraphQL's default), which is why the
  * names are the JSON names. A schema is built once per catalog (`schemaOf`); what a query reads comes with it, as
@@ -20,6 +22,7 @@ import {
   GraphQLBoolean,
   type GraphQLFieldConfig,
   type GraphQLFieldConfigMap,
+  type GraphQLFieldResolver,
   GraphQLFloat,
   GraphQLID,
   GraphQLInt,
@@ -30,10 +33,12 @@ import {
   type GraphQLScalarType,
   GraphQLSchema,
   GraphQLString,
-  GraphQLUnionType
+  GraphQLUnionType,
+  specifiedDirectives
 } from "graphql"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { ElementDefinition, StructureDefinition } from "../catalog/definitions.ts"
+import { fhirDirectives, recordSlice, type SliceKeys, takesFirst } from "./directives.ts"
 
 /**
  * What a query is executed with (GraphQL's context value): how the query root's `Type(id: ...)` fields read a
@@ -45,6 +50,8 @@ export interface GraphQLContext {
   readonly search: (type: string, params: URLSearchParams) => Promise<ReadonlyArray<Record<string, unknown>>>
   /** The resource a reference (`Reference.reference`) points at, as the caller may read it (references.ts). */
   readonly resolve: (reference: string) => Promise<Record<string, unknown>>
+  /** The slice names `@slice` gives the lists of this query, for the reshaping of its result (directives.ts). */
+  readonly slices: SliceKeys
 }
 
 /**
@@ -100,6 +107,19 @@ const childrenOf = (elements: ReadonlyArray<ElementDefinition>, path: string): R
   elements.filter((element) => element.sliceName === undefined && element.path.startsWith(`${path}.`) && !element.path.slice(path.length + 1).includes("."))
 
 const repeats = (element: ElementDefinition): boolean => element.max !== undefined && element.max !== "0" && element.max !== "1"
+
+/**
+ * The resolver of a repeating element (`path`, its `json` name): its JSON array, as GraphQL's default resolver
+ * reads it. A field with directives on it has `@first` taken here (nothing is resolved under the other elements)
+ * and the names of its `@slice` recorded (directives.ts).
+ */
+const listResolver = (json: string, path: string): GraphQLFieldResolver<unknown, unknown> => (source, _args, context, info) => {
+  const value = (source as Record<string, unknown>)[json]
+  if (!Array.isArray(value) || !info.fieldNodes.some((node) => (node.directives?.length ?? 0) > 0)) return value
+  const elements = takesFirst(info) ? value.slice(0, 1) : value
+  recordSlice(info, elements, (context as GraphQLContext).slices, path)
+  return elements
+}
 
 /** Builds the schema of `catalog`. */
 export const buildSchema = (catalog: Catalog): GraphQLSchema => {
@@ -157,9 +177,9 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
       for (const { json, code } of jsonNames(name, codes)) {
         if (!/^[_A-Za-z][_0-9A-Za-z]*$/.test(json)) continue
         const type = fieldType(owner, element, code)
-        fields[json] = { type: repeats(element) ? new GraphQLList(type) : type }
+        fields[json] = repeats(element) ? { type: new GraphQLList(type), resolve: listResolver(json, element.path) } : { type }
         if (code !== undefined && isPrimitive(catalog, code) && !code.startsWith("http://hl7.org/fhirpath/")) {
-          fields[`_${json}`] = { type: repeats(element) ? new GraphQLList(elementType()) : elementType() }
+          fields[`_${json}`] = repeats(element) ? { type: new GraphQLList(elementType()), resolve: listResolver(`_${json}`, "Element") } : { type: elementType() }
         }
       }
     }
@@ -199,12 +219,15 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
       type: new GraphQLList(objectType(type)),
       description: `A search of ${type}: the first page of its matches (FHIR GraphQL, type list)`,
       args: Object.fromEntries([...names.keys()].map((name) => [name, { type: name === "_count" ? GraphQLInt : GraphQLString }])),
-      resolve: (_root, args, context) => {
+      resolve: (_root, args, context, info) => {
         const params = new URLSearchParams()
         for (const [name, value] of Object.entries(args)) {
           if (value !== undefined && value !== null) params.append(names.get(name)!, String(value))
         }
-        return context.search(type, params)
+        return context.search(type, params).then((found) => {
+          recordSlice(info, found, context.slices)
+          return found
+        })
       }
     }
   }
@@ -222,7 +245,7 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
         [`${type}List`, listField(type)]
       ]))
   })
-  return new GraphQLSchema({ query, types: [resourceUnion] })
+  return new GraphQLSchema({ query, types: [resourceUnion], directives: [...specifiedDirectives, ...fhirDirectives] })
 }
 
 const schemas = new WeakMap<Catalog, GraphQLSchema>()
