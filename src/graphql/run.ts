@@ -19,6 +19,7 @@ import { atPage } from "../search/paging.ts"
 import { maxOffset } from "../search/parse/result.ts"
 import { readCurrent } from "../store/reads.ts"
 import { depthLimit, resourceBudget } from "./bounds.ts"
+import { reshape } from "./directives.ts"
 import { fhirLiterals } from "./literals.ts"
 import { referenceLoader, serverReference } from "./references.ts"
 import type { GraphQLRequest } from "./request.ts"
@@ -114,7 +115,8 @@ export const runGraphQL = (asked: GraphQLRequest, caller: GraphQLCaller, instanc
           : references.load(local.type, local.id).then(counted(() => 1))
       },
       read: (type, id) => resolved(runtime, readAs(db, catalog, access, type, id)).then(counted(() => 1)),
-      search: (type, params) => resolved(runtime, searchAs(db, catalog, access, type, params)).then(counted((found) => found.matches.length))
+      search: (type, params) => resolved(runtime, searchAs(db, catalog, access, type, params)).then(counted((found) => found.matches.length)),
+      slices: new Map()
     }
     const schema = instance === undefined ? schemaOf(catalog) : instanceSchemaOf(catalog, instance.type)
     const result: ExecutionResult = yield* Effect.promise(async () => {
@@ -126,7 +128,7 @@ export const runGraphQL = (asked: GraphQLRequest, caller: GraphQLCaller, instanc
       }
       const invalid = validate(schema, document, [...specifiedRules, depthLimit])
       if (invalid.length > 0) return { errors: invalid }
-      return await execute({
+      const executed = await execute({
         schema,
         document,
         contextValue,
@@ -134,6 +136,8 @@ export const runGraphQL = (asked: GraphQLRequest, caller: GraphQLCaller, instanc
         ...(asked.variables === undefined ? {} : { variableValues: asked.variables }),
         ...(asked.operationName === undefined ? {} : { operationName: asked.operationName })
       })
+      // @flatten, @first, @singleton and @slice (directives.ts): nothing to do for a query without them.
+      return reshape(document, asked.operationName, executed, contextValue.slices, asked.variables)
     })
     return result
   })

@@ -11,6 +11,8 @@
  *   repeats another's definition (`contentReference`) has that element's type.
  * - A `Resource` (`contained`, `Bundle.entry.resource`) is the union of the resource types, told apart by their
  *   `resourceType`; every resource type has a `resourceType` field.
+ * - FHIR GraphQL's data-flattening directives (`@flatten`, `@first`, `@singleton`, `@slice`) are declared next to
+ *   GraphQL's own; what they need while a query resolves is done by the repeating fields' resolver (directives.ts).
  *
  * Fields resolve to the properties of the resource's JSON of the same name (GraphQL's default), which is why the
  * names are the JSON names. A schema is built once per catalog (`schemaOf`); what a query reads comes with it, as
@@ -20,6 +22,7 @@ import {
   GraphQLBoolean,
   type GraphQLFieldConfig,
   type GraphQLFieldConfigMap,
+  type GraphQLFieldResolver,
   GraphQLFloat,
   GraphQLID,
   GraphQLInt,
@@ -30,10 +33,12 @@ import {
   type GraphQLScalarType,
   GraphQLSchema,
   GraphQLString,
-  GraphQLUnionType
+  GraphQLUnionType,
+  specifiedDirectives
 } from "graphql"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { ElementDefinition, StructureDefinition } from "../catalog/definitions.ts"
+import { fhirDirectives, recordSlice, type SliceKeys, takesFirst } from "./directives.ts"
 import { listArguments, selectItems } from "./listFilters.ts"
 import { searchFields, type Searching } from "./searchFields.ts"
 
@@ -46,6 +51,8 @@ export interface GraphQLContext extends Searching {
   readonly read: (type: string, id: string) => Promise<Record<string, unknown>>
   /** The resource a reference (`Reference.reference`) points at, as the caller may read it (references.ts). */
   readonly resolve: (reference: string) => Promise<Record<string, unknown>>
+  /** The slice names `@slice` gives the lists of this query, for the reshaping of its result (directives.ts). */
+  readonly slices: SliceKeys
 }
 
 /** The scalar of a FHIR primitive type (or of the FHIRPath system types an element's `id` and `value` use). */
@@ -95,6 +102,21 @@ const referencedType = (reference: Record<string, unknown>): string | undefined 
   const text = reference["reference"]
   if (typeof text !== "string") return undefined
   return /(?:^|\/)([A-Z][A-Za-z]*)\/[A-Za-z0-9\-.]{1,64}(?:\/_history\/[^/]+)?$/.exec(text)?.[1]
+}
+
+/**
+ * The resolver of a repeating element (`path`, its `json` name): its JSON array, as GraphQL's default resolver
+ * reads it, less the items its arguments leave out (listFilters.ts). A field with directives on it has `@first`
+ * taken here (nothing is resolved under the other elements) and the names of its `@slice` recorded (directives.ts).
+ */
+const listResolver = (json: string, path: string): GraphQLFieldResolver<unknown, unknown, Record<string, unknown>> => (source, args, context, info) => {
+  const value = (source as Record<string, unknown>)[json]
+  if (!Array.isArray(value)) return value
+  const selected = Object.keys(args).length === 0 ? value : selectItems(value, args)
+  if (!info.fieldNodes.some((node) => (node.directives?.length ?? 0) > 0)) return selected
+  const elements = takesFirst(info) ? selected.slice(0, 1) : selected
+  recordSlice(info, elements, (context as GraphQLContext).slices, path)
+  return elements
 }
 
 /** Builds the schema of `catalog`. */
@@ -170,7 +192,7 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
    * (listFilters.ts): a value for each of its primitive sub-elements, `fhirpath`, `_offset` and `_count`.
    */
   const listField = (json: string, type: GraphQLOutputType, owner: StructureDefinition, element: ElementDefinition, code: string | undefined): GraphQLFieldConfig<unknown, unknown> => {
-    if (!(type instanceof GraphQLObjectType)) return { type: new GraphQLList(type) }
+    if (!(type instanceof GraphQLObjectType)) return { type: new GraphQLList(type), resolve: listResolver(json, element.path) }
     const filters = primitiveChildren(owner, element, code).filter((name) => !(listArguments as ReadonlyArray<string>).includes(name))
     return {
       type: new GraphQLList(type),
@@ -180,11 +202,7 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
         _offset: { type: GraphQLInt, description: "Leave out this many items (after the filters)" },
         _count: { type: GraphQLInt, description: "At most this many items (after the filters and _offset)" }
       },
-      resolve: (source, args: Record<string, unknown>) => {
-        const items = (source as Record<string, unknown>)[json]
-        if (!Array.isArray(items)) return items
-        return Object.keys(args).length === 0 ? items : selectItems(items, args)
-      }
+      resolve: listResolver(json, element.path)
     }
   }
 
@@ -199,7 +217,7 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
         const type = fieldType(owner, element, code)
         fields[json] = repeats(element) ? listField(json, type, owner, element, code) : { type }
         if (code !== undefined && isPrimitive(catalog, code) && !code.startsWith("http://hl7.org/fhirpath/")) {
-          fields[`_${json}`] = { type: repeats(element) ? new GraphQLList(elementType()) : elementType() }
+          fields[`_${json}`] = repeats(element) ? { type: new GraphQLList(elementType()), resolve: listResolver(`_${json}`, "Element") } : { type: elementType() }
         }
       }
     }
@@ -249,7 +267,7 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
         [`${type}Connection`, searching.connection(type)]
       ]))
   })
-  return new GraphQLSchema({ query, types: [resourceUnion] })
+  return new GraphQLSchema({ query, types: [resourceUnion], directives: [...specifiedDirectives, ...fhirDirectives] })
 }
 
 const schemas = new WeakMap<Catalog, GraphQLSchema>()

@@ -31,6 +31,7 @@ import {
   type SelectionSetNode
 } from "graphql"
 import type { Catalog } from "../catalog/Catalog.ts"
+import { recordSlice, type SliceKeys } from "./directives.ts"
 import { whereTrue } from "./listFilters.ts"
 
 /** One page of a search, as a GraphQL field reads it (GraphQLContext.search). */
@@ -49,6 +50,8 @@ export interface SearchPage {
 /** The context the search fields need (a part of GraphQLContext). */
 export interface Searching {
   readonly search: (type: string, params: URLSearchParams) => Promise<SearchPage>
+  /** Where `@slice` on a list records its names (directives.ts). */
+  readonly slices: SliceKeys
 }
 
 /** The most matches of a `TypeList` without `_count`. */
@@ -110,14 +113,16 @@ const selects = (info: GraphQLResolveInfo, name: string): boolean => {
 }
 
 /** Reads a list: all matches up to `maxListed` (an error past it), or the window `_count` asks for. */
-const listOf = async (type: string, context: Searching, params: URLSearchParams, fhirpath: unknown) => {
+const listOf = async (type: string, context: Searching, params: URLSearchParams, fhirpath: unknown, info: GraphQLResolveInfo) => {
   const windowed = params.has("_count")
   if (!windowed) params.set("_count", String(maxListed))
   const page = await context.search(type, params)
   if (!windowed && page.links.some((link) => link.relation === "next")) {
     throw new Error(`the search matches more than ${maxListed} ${type} resources: narrow it, ask for a window with _count and _offset, or page through it with ${type}Connection`)
   }
-  return whereTrue(page.matches, fhirpath as string | undefined)
+  const matches = whereTrue(page.matches, fhirpath as string | undefined)
+  recordSlice(info, matches, context.slices)
+  return matches
 }
 
 /** Reads a connection's page (counting the matches only when `count` or `last` is asked for). */
@@ -184,7 +189,7 @@ export const searchFields = (catalog: Catalog, objectType: (type: string) => Gra
       type: new GraphQLList(objectType(type)),
       description: `The ${type} resources a search matches (FHIR GraphQL, list)`,
       args: { ...argumentsOf(names), ...fhirpathArgument },
-      resolve: (_root, args, context) => listOf(type, context, paramsOf(names, args), args["fhirpath"])
+      resolve: (_root, args, context, info) => listOf(type, context, paramsOf(names, args), args["fhirpath"], info)
     }
   }
 
@@ -246,7 +251,7 @@ export const searchFields = (catalog: Catalog, objectType: (type: string) => Gra
         type: new GraphQLList(objectType(source)),
         description: `The ${source} resources that refer to this one (FHIR GraphQL, reverse reference)`,
         args,
-        resolve: (focus, given, context) => listOf(source, context, reverseParams(focusType, source, codes, focus, given), given["fhirpath"])
+        resolve: (focus, given, context, info) => listOf(source, context, reverseParams(focusType, source, codes, focus, given), given["fhirpath"], info)
       }
       fields[`${source}Connection`] = {
         type: connectionType(source),

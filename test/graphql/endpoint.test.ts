@@ -173,6 +173,21 @@ for (const backend of backendsUnderTest) {
           expect(deep.json).toEqual({ errors: [{ message: "The query nests its fields 22 deep; at most 15 are allowed", locations: [{ line: 1, column: 1 }] }] })
         }))
 
+      it.effect("flattens with @flatten, @first, @singleton and @slice, its errors in `errors`", () =>
+        Effect.gen(function*() {
+          const { base, url } = yield* Server
+          const created = yield* call("POST", `${base}/Patient`, {
+            body: { resourceType: "Patient", name: [{ use: "official", family: "Flat", given: ["A", "B"] }, { use: "nickname", given: ["C"] }] }
+          })
+          const ask = (query: string, variables?: Record<string, unknown>) =>
+            call("POST", `${url}/graphql`, { body: JSON.stringify({ query, variables }), headers: { "content-type": "application/json" } })
+          const query = `query Q($id: ID!, $path: String!) { p: Patient(id: $id) { name @flatten @slice(path: $path) { given surname: family @singleton } } }`
+          const flat = yield* ask(query, { id: created.json.id, path: "use" })
+          expect(flat.text).toBe(`{"data":{"p":{"given.official":["A","B"],"surname.official":"Flat","given.nickname":["C"]}}}`)
+          const several = yield* ask(`{ Patient(id: "${created.json.id}") { name @flatten { given @singleton } } }`)
+          expect(several.json).toEqual({ data: { Patient: { given: null } }, errors: [{ message: '@singleton: "given" has 3 values', path: ["Patient", "given"] }] })
+        }))
+
       it.effect("refuses what is not a GraphQL request with a 400 OperationOutcome", () =>
         Effect.gen(function*() {
           const { url } = yield* Server
