@@ -6,10 +6,13 @@
  * is read as the caller may (docs/smart.md, "Scopes"): a resource the caller may not read is an error of its field,
  * as one that does not exist is. The answer is `application/json`, `{ "data", "errors" }`: 200 once the request is a
  * GraphQL request (its errors, parse and validation errors included, in `errors`), 400 when it is not one.
+ *
+ * Mutations (mutations.ts) write as the REST API does (writes.ts), by POST only: a mutation sent by GET is a 405
+ * (GraphQL over HTTP), `Allow: POST`. The answer to writes carries the last commit's `X-Svc-Commit-Ts`.
  */
 import { HttpServerResponse } from "@effect/platform"
 import { Cause, Clock, Effect, Exit, Runtime } from "effect"
-import { execute, parse, specifiedRules, validate } from "graphql"
+import { execute, getOperationAST, GraphQLError, parse, specifiedRules, validate } from "graphql"
 import { accessOf } from "../auth/access/Access.ts"
 import { searchRestriction } from "../auth/access/conditions.ts"
 import { granted, searchGranted, seen } from "../auth/access/enforce.ts"
@@ -26,6 +29,12 @@ import type { FhirError } from "../http/FhirError.ts"
 import { depthLimit, resourceBudget } from "./bounds.ts"
 import { referenceLoader, serverReference } from "./references.ts"
 import { type GraphQLContext, schemaOf } from "./schema.ts"
+import { ResourceStore } from "../store/ResourceStore.ts"
+import { systemOrigin } from "../db/ChangeFeed.ts"
+import { Admission } from "../http/FrontDoor.ts"
+import { callerKey } from "../http/Principal.ts"
+import { commitHeader } from "../rest/write.ts"
+import { writeContext } from "./writes.ts"
 
 /** The most bytes of a request body (a query and its variables). */
 const maxRequestBytes = 1024 * 1024
@@ -121,12 +130,71 @@ const searchAs = (db: Database["Type"], catalog: Catalog, principal: Principal, 
 const resolved = <A>(runtime: Runtime.Runtime<never>, effect: Effect.Effect<A, Error>): Promise<A> =>
   Runtime.runPromiseExit(runtime)(effect).then((exit) => (Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))))
 
+/** What a mutation sent by GET is answered (a 405). */
+const mutationByGet = Symbol("mutation by GET")
+
+const isRead = (request: RootRequest): boolean => request.http.method === "GET" || request.http.method === "HEAD"
+
+/**
+ * An error of the answer as GraphQL writes it: one the engine threw that is not a GraphQL error (a query or
+ * variables nested past what its stack holds) said in words, not as `{}`.
+ */
+const stated = (error: unknown): GraphQLError =>
+  error instanceof GraphQLError
+    ? error
+    : new GraphQLError(error instanceof RangeError ? "The query or its variables nest too deeply to be read" : `The query could not be run: ${String(error)}`)
+
+/** The answer to a GraphQL request: `{ data, errors }`, with the commit of the last write it made. */
+const answer = (result: { readonly data?: unknown; readonly errors?: ReadonlyArray<unknown> }, commitTs: number | undefined) =>
+  HttpServerResponse.text(JSON.stringify(result.errors === undefined ? result : { ...result, errors: result.errors.map(stated) }), {
+    status: 200,
+    contentType: "application/json",
+    ...(commitTs === undefined ? {} : { headers: commitHeader(commitTs) })
+  })
+
+/**
+ * How the mutations of `request` write (writes.ts): as its caller, with its access and origin; each write first
+ * takes one resource of the query's budget (`take`). `lastCommit` is the commit of the last one made.
+ */
+const mutationWrites = (
+  request: RootRequest,
+  catalog: Catalog,
+  options: { readonly base: string; readonly maxBundleEntries: number },
+  runtime: Runtime.Runtime<never>,
+  take: (count: number) => void
+) =>
+  Effect.gen(function*() {
+    const store = yield* ResourceStore
+    const admission = yield* Effect.serviceOption(Admission)
+    let lastCommit: number | undefined
+    const writes = writeContext({
+      scope: { base: options.base, catalog, maxBundleEntries: options.maxBundleEntries, access: accessOf(request.principal) },
+      origin: admission._tag === "Some"
+        ? { actor: callerKey(request.principal), requestId: admission.value.requestId, client: admission.value.client }
+        : systemOrigin,
+      run: (effect) => resolved(runtime, Effect.provideService(effect, ResourceStore, store)),
+      committed: (commitTs) => {
+        lastCommit = Math.max(lastCommit ?? 0, commitTs)
+      }
+    })
+    const counted = <A extends ReadonlyArray<unknown>, B>(write: (...args: A) => Promise<B>) => (...args: A): Promise<B> => {
+      take(1)
+      return write(...args)
+    }
+    return {
+      context: { create: counted(writes.create), update: counted(writes.update), delete: counted(writes.delete) },
+      lastCommit: () => lastCommit
+    }
+  })
+
 /** `/graphql`, with or without `--smart`. */
 export const graphqlRoutes = (options: {
   readonly smart: boolean
   /** `[base]`, the FHIR base of this server: references under it are resolved as relative ones. */
   readonly base: string
-}): Readonly<Record<string, RootHandler<never, Database | CatalogService>>> => ({
+  /** `server.max_bundle_entries`, for a Bundle a mutation writes. */
+  readonly maxBundleEntries: number
+}): Readonly<Record<string, RootHandler<never, Database | CatalogService | ResourceStore>>> => ({
   "/graphql": (request) =>
     Effect.gen(function*() {
       if (options.smart && request.principal._tag !== "Authorized") {
@@ -145,7 +213,9 @@ export const graphqlRoutes = (options: {
         budget.take(count(value))
         return value
       }
+      const writes = yield* mutationWrites(request, catalog, options, runtime, (count) => budget.take(count))
       const contextValue: GraphQLContext = {
+        ...writes.context,
         resolve: (reference) => {
           const local = serverReference(catalog, reference, options.base)
           return local === undefined
@@ -161,8 +231,9 @@ export const graphqlRoutes = (options: {
         try {
           document = parse(asked.query)
         } catch (error) {
-          return { errors: [error as Error] }
+          return { errors: [error] }
         }
+        if (isRead(request) && getOperationAST(document, asked.operationName)?.operation === "mutation") return mutationByGet
         const invalid = validate(schema, document, [...specifiedRules, depthLimit])
         if (invalid.length > 0) return { errors: invalid }
         return await execute({
@@ -173,6 +244,9 @@ export const graphqlRoutes = (options: {
           ...(asked.operationName === undefined ? {} : { operationName: asked.operationName })
         })
       })
-      return HttpServerResponse.text(JSON.stringify(result), { status: 200, contentType: "application/json" })
+      if (result === mutationByGet) {
+        return outcomeResponse("not-supported", "/graphql: a mutation is sent by POST, not GET", { status: 405, headers: { allow: "POST" } })
+      }
+      return answer(result, writes.lastCommit())
     })
 })

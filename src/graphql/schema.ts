@@ -14,7 +14,7 @@
  *
  * Fields resolve to the properties of the resource's JSON of the same name (GraphQL's default), which is why the
  * names are the JSON names. A schema is built once per catalog (`schemaOf`); what a query reads comes with it, as
- * its context (`GraphQLContext`).
+ * its context (`GraphQLContext`). Its `Mutation` root takes these types as inputs (mutations.ts).
  */
 import {
   GraphQLBoolean,
@@ -34,12 +34,13 @@ import {
 } from "graphql"
 import type { Catalog } from "../catalog/Catalog.ts"
 import type { ElementDefinition, StructureDefinition } from "../catalog/definitions.ts"
+import { type MutationContext, mutationType } from "./mutations.ts"
 
 /**
  * What a query is executed with (GraphQL's context value): how the query root's `Type(id: ...)` fields read a
- * resource, as the caller may (a refusal or an unknown resource is an error of that field).
+ * resource, as the caller may (a refusal or an unknown resource is an error of that field); how mutations write.
  */
-export interface GraphQLContext {
+export interface GraphQLContext extends MutationContext {
   readonly read: (type: string, id: string) => Promise<Record<string, unknown>>
   /** A search of `type` (`TypeList(...)`): the first page's matches, as the caller may see them. */
   readonly search: (type: string, params: URLSearchParams) => Promise<ReadonlyArray<Record<string, unknown>>>
@@ -222,7 +223,7 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
         [`${type}List`, listField(type)]
       ]))
   })
-  return new GraphQLSchema({ query, types: [resourceUnion] })
+  return new GraphQLSchema({ query, mutation: mutationType(resourceTypes, objectType), types: [resourceUnion] })
 }
 
 const schemas = new WeakMap<Catalog, GraphQLSchema>()
