@@ -177,7 +177,7 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       rootHandlers[path] = served(handler, services)
     }
     // FHIR GraphQL (docs/graphql.md).
-    for (const [path, handler] of Object.entries(graphqlRoutes({ smart: config.smart.enabled, base: `${exportRoot}${basePath}` }))) {
+    for (const [path, handler] of Object.entries(graphqlRoutes({ smart: config.smart.enabled, base: `${exportRoot}${basePath}`, maxBundleEntries: config.server.max_bundle_entries }))) {
       rootHandlers[path] = served(handler, services)
     }
     let syncTokens: SyncTokens["Type"] | undefined

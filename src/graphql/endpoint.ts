@@ -2,7 +2,8 @@
  * `/graphql` (docs/graphql.md): FHIR GraphQL (https://hl7.org/fhir/R4/graphql.html) at the server's root, by GET
  * and POST (request.ts), run by run.ts. The answer is `application/json`, `{ "data", "errors" }`: 200 once the
  * request is a GraphQL request (its errors, parse and validation errors included, in `errors`), 400 when it is
- * not one. Under `--smart` it needs a bearer token.
+ * not one. Under `--smart` it needs a bearer token. Mutations (mutations.ts) write as the REST API does
+ * (writes.ts), by POST only.
  */
 import { Effect } from "effect"
 import { accessOf } from "../auth/access/Access.ts"
@@ -11,7 +12,8 @@ import type { Database } from "../db/Database.ts"
 import { outcomeResponse } from "../http/OperationOutcome.ts"
 import type { RootHandler } from "../http/RootRoutes.ts"
 import { readRequest } from "./request.ts"
-import { graphqlResponse, runGraphQL } from "./run.ts"
+import type { ResourceStore } from "../store/ResourceStore.ts"
+import { runGraphQL } from "./run.ts"
 
 const notGraphQL = (message: string) => outcomeResponse("invalid", `/graphql: ${message}`, { status: 400 })
 
@@ -20,7 +22,9 @@ export const graphqlRoutes = (options: {
   readonly smart: boolean
   /** `[base]`, the FHIR base of this server: references under it are resolved as relative ones. */
   readonly base: string
-}): Readonly<Record<string, RootHandler<never, Database | CatalogService>>> => ({
+  /** `server.max_bundle_entries`, for a Bundle a mutation writes. */
+  readonly maxBundleEntries: number
+}): Readonly<Record<string, RootHandler<never, Database | CatalogService | ResourceStore>>> => ({
   "/graphql": (request) =>
     Effect.gen(function*() {
       if (options.smart && request.principal._tag !== "Authorized") {
@@ -31,6 +35,7 @@ export const graphqlRoutes = (options: {
       const asked = read.right
       if (typeof asked === "string") return notGraphQL(asked)
       const catalog = yield* (yield* CatalogService).get
-      return graphqlResponse(yield* runGraphQL(asked, { access: accessOf(request.principal), catalog, base: options.base }))
+      const caller = { access: accessOf(request.principal), catalog, base: options.base, maxBundleEntries: options.maxBundleEntries, method: request.http.method, label: "/graphql" }
+      return yield* runGraphQL(asked, caller)
     })
 })

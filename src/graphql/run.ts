@@ -6,14 +6,20 @@
  * exist is; searches are REST's (the same parser, the same restriction, never lenient).
  */
 import { HttpServerResponse } from "@effect/platform"
-import { Cause, Clock, Effect, Exit, Runtime } from "effect"
-import { execute, type ExecutionResult, type GraphQLError, parse, specifiedRules, validate } from "graphql"
+import { Cause, Clock, Effect, Exit, Option, Runtime } from "effect"
+import { execute, type ExecutionResult, getOperationAST, GraphQLError, parse, specifiedRules, validate } from "graphql"
 import type { Access } from "../auth/access/Access.ts"
 import { searchRestriction } from "../auth/access/conditions.ts"
 import { granted, searchGranted, seen } from "../auth/access/enforce.ts"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { Database } from "../db/Database.ts"
+import { systemOrigin } from "../db/ChangeFeed.ts"
 import { fail } from "../http/FhirError.ts"
+import { Admission } from "../http/FrontDoor.ts"
+import { outcomeResponse } from "../http/OperationOutcome.ts"
+import { callerKey } from "../http/Principal.ts"
+import { commitHeader } from "../rest/write.ts"
+import { ResourceStore } from "../store/ResourceStore.ts"
 import * as Search from "../search/Search.ts"
 import { atPage } from "../search/paging.ts"
 import { maxOffset } from "../search/parse/result.ts"
@@ -25,6 +31,7 @@ import { referenceLoader, serverReference } from "./references.ts"
 import type { GraphQLRequest } from "./request.ts"
 import { type GraphQLContext, instanceSchemaOf, schemaOf } from "./schema.ts"
 import type { SearchPage } from "./searchFields.ts"
+import { writeContext } from "./writes.ts"
 
 /** Reads `type/id` as `access` may: the resource, or a failure whose message the answer's `errors` gives. */
 const readAs = (db: Database["Type"], catalog: Catalog, access: Access, type: string, id: string) =>
@@ -89,12 +96,61 @@ export interface GraphQLCaller {
   readonly catalog: Catalog
   /** `[base]`, the FHIR base of this server: references under it are resolved as relative ones. */
   readonly base: string
+  /** `server.max_bundle_entries`, for a Bundle a mutation writes. */
+  readonly maxBundleEntries: number
+  /** The request's method: a mutation is run only by POST. */
+  readonly method: string
+  /** Where it was asked (`/graphql`, `$graphql`), for the words of a refusal. */
+  readonly label: string
 }
+
+/**
+ * An error of the answer as GraphQL writes it: one the engine threw that is not a GraphQL error (a query or
+ * variables nested past what its stack holds) said in words, not as `{}`.
+ */
+const stated = (error: unknown): GraphQLError =>
+  error instanceof GraphQLError
+    ? error
+    : new GraphQLError(error instanceof RangeError ? "The query or its variables nest too deeply to be read" : `The query could not be run: ${String(error)}`)
+
+/**
+ * How the mutations of a request write (writes.ts): as its caller (the front door's admission: who, which
+ * request, which client), with its access; each write first takes one resource of the query's budget (`take`).
+ * `lastCommit` is the commit of the last one made.
+ */
+const mutationWrites = (caller: GraphQLCaller, runtime: Runtime.Runtime<never>, take: (count: number) => void) =>
+  Effect.gen(function*() {
+    const store = yield* ResourceStore
+    const admission = yield* Effect.serviceOption(Admission)
+    let lastCommit: number | undefined
+    const writes = writeContext({
+      scope: { base: caller.base, catalog: caller.catalog, maxBundleEntries: caller.maxBundleEntries, access: caller.access },
+      origin: Option.isSome(admission)
+        ? { actor: callerKey(admission.value.principal), requestId: admission.value.requestId, client: admission.value.client }
+        : systemOrigin,
+      run: (effect) => resolved(runtime, Effect.provideService(effect, ResourceStore, store)),
+      committed: (commitTs) => {
+        lastCommit = Math.max(lastCommit ?? 0, commitTs)
+      }
+    })
+    const counted = <A extends ReadonlyArray<unknown>, B>(write: (...args: A) => Promise<B>) => (...args: A): Promise<B> => {
+      take(1)
+      return write(...args)
+    }
+    return {
+      context: { create: counted(writes.create), update: counted(writes.update), delete: counted(writes.delete) },
+      lastCommit: () => lastCommit
+    }
+  })
+
+/** What a mutation sent by GET is answered (a 405). */
+const mutationByGet = Symbol("mutation by GET")
 
 /**
  * Runs a GraphQL request for `caller`: parsed, validated (with the depth bound) and executed against the
  * catalog's schema, or, with `instance`, against that resource's type with the resource as the query's root
- * (`[base]/{type}/{id}/$graphql`). The answer is GraphQL's `{ data, errors }`.
+ * (`[base]/{type}/{id}/$graphql`). The answer is GraphQL's `{ data, errors }` as `application/json`, with the
+ * commit of the last write a mutation made (`X-Svc-Commit-Ts`); a mutation sent by GET is a 405.
  */
 export const runGraphQL = (asked: GraphQLRequest, caller: GraphQLCaller, instance?: { readonly type: string; readonly resource: Record<string, unknown> }) =>
   Effect.gen(function*() {
@@ -107,7 +163,9 @@ export const runGraphQL = (asked: GraphQLRequest, caller: GraphQLCaller, instanc
       budget.take(count(value))
       return value
     }
+    const writes = yield* mutationWrites(caller, runtime, (count) => budget.take(count))
     const contextValue: GraphQLContext = {
+      ...writes.context,
       resolve: (reference) => {
         const local = serverReference(catalog, reference, base)
         return local === undefined
@@ -119,28 +177,34 @@ export const runGraphQL = (asked: GraphQLRequest, caller: GraphQLCaller, instanc
       slices: new Map()
     }
     const schema = instance === undefined ? schemaOf(catalog) : instanceSchemaOf(catalog, instance.type)
-    const result: ExecutionResult = yield* Effect.promise(async () => {
-      let document
+    const readOnly = caller.method === "GET" || caller.method === "HEAD"
+    const result = yield* Effect.promise(async (): Promise<ExecutionResult | typeof mutationByGet> => {
       try {
-        document = fhirLiterals(schema, parse(asked.query))
+        const document = fhirLiterals(schema, parse(asked.query))
+        if (readOnly && getOperationAST(document, asked.operationName)?.operation === "mutation") return mutationByGet
+        const invalid = validate(schema, document, [...specifiedRules, depthLimit])
+        if (invalid.length > 0) return { errors: invalid }
+        const executed = await execute({
+          schema,
+          document,
+          contextValue,
+          ...(instance === undefined ? {} : { rootValue: instance.resource }),
+          ...(asked.variables === undefined ? {} : { variableValues: asked.variables }),
+          ...(asked.operationName === undefined ? {} : { operationName: asked.operationName })
+        })
+        // @flatten, @first, @singleton and @slice (directives.ts): nothing to do for a query without them.
+        return reshape(document, asked.operationName, executed, contextValue.slices, asked.variables)
       } catch (error) {
-        return { errors: [error as GraphQLError] }
+        return { errors: [stated(error)] }
       }
-      const invalid = validate(schema, document, [...specifiedRules, depthLimit])
-      if (invalid.length > 0) return { errors: invalid }
-      const executed = await execute({
-        schema,
-        document,
-        contextValue,
-        ...(instance === undefined ? {} : { rootValue: instance.resource }),
-        ...(asked.variables === undefined ? {} : { variableValues: asked.variables }),
-        ...(asked.operationName === undefined ? {} : { operationName: asked.operationName })
-      })
-      // @flatten, @first, @singleton and @slice (directives.ts): nothing to do for a query without them.
-      return reshape(document, asked.operationName, executed, contextValue.slices, asked.variables)
     })
-    return result
+    if (result === mutationByGet) {
+      return outcomeResponse("not-supported", `${caller.label}: a mutation is sent by POST, not GET`, { status: 405, headers: { allow: "POST" } })
+    }
+    const commitTs = writes.lastCommit()
+    return HttpServerResponse.text(JSON.stringify(result.errors === undefined ? result : { ...result, errors: result.errors.map(stated) }), {
+      status: 200,
+      contentType: "application/json",
+      ...(commitTs === undefined ? {} : { headers: commitHeader(commitTs) })
+    })
   })
-
-/** GraphQL's answer as HTTP: 200, `application/json`. */
-export const graphqlResponse = (result: ExecutionResult) => HttpServerResponse.text(JSON.stringify(result), { status: 200, contentType: "application/json" })

@@ -16,7 +16,7 @@
  *
  * Fields resolve to the properties of the resource's JSON of the same name (GraphQL's default), which is why the
  * names are the JSON names. A schema is built once per catalog (`schemaOf`); what a query reads comes with it, as
- * its context (`GraphQLContext`).
+ * its context (`GraphQLContext`). Its `Mutation` root takes these types as inputs (mutations.ts).
  */
 import {
   GraphQLBoolean,
@@ -40,14 +40,15 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import type { ElementDefinition, StructureDefinition } from "../catalog/definitions.ts"
 import { fhirDirectives, recordSlice, type SliceKeys, takesFirst } from "./directives.ts"
 import { listArguments, selectItems } from "./listFilters.ts"
+import { type MutationContext, mutationType } from "./mutations.ts"
 import { searchFields, type Searching } from "./searchFields.ts"
 
 /**
  * What a query is executed with (GraphQL's context value): how the query root's `Type(id: ...)` fields read a
  * resource, as the caller may (a refusal or an unknown resource is an error of that field), and how searches
- * (searchFields.ts) read a page of matches.
+ * (searchFields.ts) read a page of matches; how mutations write.
  */
-export interface GraphQLContext extends Searching {
+export interface GraphQLContext extends Searching, MutationContext {
   readonly read: (type: string, id: string) => Promise<Record<string, unknown>>
   /** The resource a reference (`Reference.reference`) points at, as the caller may read it (references.ts). */
   readonly resolve: (reference: string) => Promise<Record<string, unknown>>
@@ -267,7 +268,12 @@ export const buildSchema = (catalog: Catalog): GraphQLSchema => {
         [`${type}Connection`, searching.connection(type)]
       ]))
   })
-  return new GraphQLSchema({ query, types: [resourceUnion], directives: [...specifiedDirectives, ...fhirDirectives] })
+  return new GraphQLSchema({
+    query,
+    mutation: mutationType(resourceTypes, objectType),
+    types: [resourceUnion],
+    directives: [...specifiedDirectives, ...fhirDirectives]
+  })
 }
 
 const schemas = new WeakMap<Catalog, GraphQLSchema>()

@@ -44,9 +44,9 @@ export const versionHeaders = (row: Pick<VersionRow, "version" | "commitTs">): R
 
 export const lastUpdated = instantOf
 
-/** An error as an OperationOutcome in the negotiated format. */
-export const errorResponse = (error: FhirError, negotiated: Negotiated, catalog: Catalog | undefined) => {
-  const outcome = error.issues !== undefined && error.issues.length > 0
+/** The OperationOutcome of an error: every issue it carries (validation), or its one error issue. */
+export const outcomeOf = (error: FhirError) =>
+  error.issues !== undefined && error.issues.length > 0
     ? { resourceType: "OperationOutcome" as const, issue: error.issues }
     : operationOutcome([{
       severity: "error",
@@ -54,6 +54,10 @@ export const errorResponse = (error: FhirError, negotiated: Negotiated, catalog:
       diagnostics: error.diagnostics,
       ...(error.expression ? { expression: error.expression } : {})
     }])
+
+/** An error as an OperationOutcome in the negotiated format. */
+export const errorResponse = (error: FhirError, negotiated: Negotiated, catalog: Catalog | undefined) => {
+  const outcome = outcomeOf(error)
   const status = error.status ?? statusFor(error.code)
   const xml = negotiated.format === "xml" && catalog !== undefined
   return HttpServerResponse.text(

@@ -80,12 +80,32 @@ const ifMatchOf = (request: FhirRequest) => {
   return expected instanceof FhirError ? Effect.fail(expected) : Effect.succeed(expected)
 }
 
-/** A plain create of `body` under `id` (validated before the Writer's queue), for `request`: the version written and its commit. */
+/**
+ * A plain create of `body` under `id` (validated before the Writer's queue), in `scope`: the version written and
+ * its commit. The one create by id of the REST API, `$document` and GraphQL's `TypeCreate`.
+ */
+export const createIn = (scope: WriteScope, type: string, body: Record<string, unknown>, id: string = randomUUID()) =>
+  Effect.flatMap(ResourceStore, (store) =>
+    Effect.gen(function*() {
+      const ahead = yield* store.prevalidate(scope, { interaction: "create", type, id, resource: body })
+      return yield* store.transaction(scope, (env) => createCommand(withPrevalidated(env, ahead), type, body, id))
+    }))
+
+/** `createIn` for `request`. */
 export const createResource = (request: FhirRequest, type: string, body: Record<string, unknown>, id: string = randomUUID()) =>
-  Effect.gen(function*() {
-    const ahead = yield* prevalidate(request, "create", type, id, body)
-    return yield* inTransaction(request, (env) => createCommand(withPrevalidated(env, ahead), type, body, id))
-  })
+  createIn(scopeOf(request), type, body, id)
+
+/** An update by id in `scope` (`expected`: the version If-Match names): the version written and its commit. */
+export const updateIn = (scope: WriteScope, type: string, id: string, body: Record<string, unknown>, expected: number | undefined) =>
+  Effect.flatMap(ResourceStore, (store) =>
+    Effect.gen(function*() {
+      const ahead = body["id"] === id ? yield* store.prevalidate(scope, { interaction: "update", type, id, resource: body }) : undefined
+      return yield* store.transaction(scope, (env) => updateCommand(withPrevalidated(env, ahead), type, id, body, expected))
+    }))
+
+/** A delete by id in `scope`: the version it leaves and its commit. */
+export const removeIn = (scope: WriteScope, type: string, id: string) =>
+  Effect.flatMap(ResourceStore, (store) => store.transaction(scope, (env) => deleteCommand(env, type, id)))
 
 /** A create; with `If-None-Exist`, a conditional create that writes nothing when a resource matches. */
 export const create = (request: FhirRequest, type: string, body: Record<string, unknown>) =>
@@ -107,8 +127,7 @@ export const create = (request: FhirRequest, type: string, body: Record<string, 
 export const update = (request: FhirRequest, type: string, id: string, body: Record<string, unknown>) =>
   Effect.gen(function*() {
     const expected = yield* ifMatchOf(request)
-    const ahead = body["id"] === id ? yield* prevalidate(request, "update", type, id, body) : undefined
-    const { commitTs, value } = yield* inTransaction(request, (env) => updateCommand(withPrevalidated(env, ahead), type, id, body, expected))
+    const { commitTs, value } = yield* updateIn(scopeOf(request), type, id, body, expected)
     return written(request, type, id, value.stored, commitTs, value.created ? "created" : "updated")
   })
 
@@ -130,7 +149,7 @@ const deletedResponse = (commitTs: number, version: number | undefined) =>
   })
 
 export const remove = (request: FhirRequest, type: string, id: string) =>
-  Effect.map(inTransaction(request, (env) => deleteCommand(env, type, id)), ({ commitTs, value }) => deletedResponse(commitTs, value.version))
+  Effect.map(removeIn(scopeOf(request), type, id), ({ commitTs, value }) => deletedResponse(commitTs, value.version))
 
 /** `DELETE [base]/{type}?<search>`: 204 whether one resource matched and was deleted or none matched. */
 export const removeWhere = (request: FhirRequest, type: string) =>

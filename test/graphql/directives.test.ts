@@ -53,6 +53,9 @@ const run = async (query: string, variables?: Record<string, unknown>): Promise<
       links: []
     }),
     resolve: () => Promise.reject(new Error("no references here")),
+    create: () => Promise.reject(new Error("no writes here")),
+    update: () => Promise.reject(new Error("no writes here")),
+    delete: () => Promise.reject(new Error("no writes here")),
     slices
   }
   const executed = await execute({ schema: schema!, document, contextValue, ...(variables === undefined ? {} : { variableValues: variables }) })

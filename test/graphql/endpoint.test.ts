@@ -79,6 +79,13 @@ for (const backend of backendsUnderTest) {
           const noQuery = yield* call("GET", `${base}/$graphql`)
           expect([noQuery.status, noQuery.json.issue[0].diagnostics]).toEqual([400, "$graphql: a GET gives the query as the parameter 'query'"])
           expect((yield* call("GET", `${base}/Patient/$graphql?query=${encodeURIComponent("{ id }")}`)).status).toBe(404)
+          // A mutation at [base]/$graphql, by POST only.
+          const mutation = `mutation { PatientCreate(res: { name: [{ family: "Mutated" }] }) { id name { family } } }`
+          const created = yield* call("POST", `${base}/$graphql`, { body: mutation, headers: { "content-type": "application/graphql" } })
+          expect(created.json.data.PatientCreate.name).toEqual([{ family: "Mutated" }])
+          expect((yield* call("GET", `${base}/Patient/${created.json.data.PatientCreate.id}`)).json.name).toEqual([{ family: "Mutated" }])
+          const byGet = yield* call("GET", `${base}/$graphql?query=${encodeURIComponent(mutation)}`)
+          expect([byGet.status, byGet.headers.get("allow"), byGet.json.issue[0].diagnostics]).toEqual([405, "POST", "$graphql: a mutation is sent by POST, not GET"])
         }))
 
       it.effect("searches with TypeList: the search parameters as arguments, the same refusals as a REST search", () =>
