@@ -12,6 +12,7 @@ import {
   type SelectionSetNode,
   type ValidationContext
 } from "graphql"
+import { FieldError } from "./errors.ts"
 
 /** The deepest a query's fields may nest: `{ Patient(id: ...) { name { family } } }` is 3 deep. */
 export const maxDepth = 15
@@ -62,7 +63,7 @@ export const resourceBudget = (limit = maxResources) => {
   return {
     take: (count: number): void => {
       used += count
-      if (used > limit) throw new Error(`The query resolves more than ${limit} resources; ask for fewer (a smaller _count, fewer references)`)
+      if (used > limit) throw new FieldError(`The query resolves more than ${limit} resources; ask for fewer (a smaller _count, fewer references)`, "too-costly")
     }
   }
 }

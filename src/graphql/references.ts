@@ -15,6 +15,7 @@ import type { Catalog } from "../catalog/Catalog.ts"
 import type { Database } from "../db/Database.ts"
 import { localReference } from "../rest/localReference.ts"
 import { currentOf } from "../store/reads.ts"
+import { FieldError } from "./errors.ts"
 
 /** `Type/id` of a reference to a resource of a type this server knows, on this server, or undefined. */
 export const serverReference = (catalog: Catalog, reference: string, base: string): { readonly type: string; readonly id: string } | undefined => {
@@ -30,17 +31,24 @@ interface Waiting {
 /** Reads the resources of `type` among `ids` as `access` may: each by id, or the reason it cannot be given. */
 const readBatch = (db: Database["Type"], catalog: Catalog, access: Access, type: string, ids: ReadonlyArray<string>) =>
   Effect.gen(function*() {
-    const found = new Map<string, Record<string, unknown> | string>()
+    const found = new Map<string, Record<string, unknown> | FieldError>()
     if (access.rule(catalog, type, "r")._tag === "None") {
-      for (const id of ids) found.set(id, `the token's scopes do not allow reading ${type}`)
+      for (const id of ids) found.set(id, new FieldError(`the token's scopes do not allow reading ${type}`, "forbidden"))
       return found
     }
     const now = yield* Clock.currentTimeMillis
     const rows = yield* db.withReader((sql) => currentOf(sql, type, ids, accessCondition(sql, access, catalog, [type], "r", now)))
     for (const row of rows) {
-      found.set(row.id, row.content === null ? `${type}/${row.id} was deleted` : row.allowed ? JSON.parse(row.content) as Record<string, unknown> : `${type}/${row.id} is not known`)
+      found.set(
+        row.id,
+        row.content === null
+          ? new FieldError(`${type}/${row.id} was deleted`, "deleted")
+          : row.allowed
+          ? JSON.parse(row.content) as Record<string, unknown>
+          : new FieldError(`${type}/${row.id} is not known`, "not-found")
+      )
     }
-    for (const id of ids) if (!found.has(id)) found.set(id, `${type}/${id} is not known`)
+    for (const id of ids) if (!found.has(id)) found.set(id, new FieldError(`${type}/${id} is not known`, "not-found"))
     return found
   })
 
@@ -67,13 +75,14 @@ export const referenceLoader = (
           for (const [id, waiters] of byId) {
             const resource = found.get(id)
             for (const waiter of waiters) {
-              if (typeof resource === "object") waiter.resolve(resource)
-              else waiter.reject(new Error(resource ?? `${type}/${id} is not known`))
+              if (resource instanceof FieldError) waiter.reject(resource)
+              else if (resource !== undefined) waiter.resolve(resource)
+              else waiter.reject(new FieldError(`${type}/${id} is not known`, "not-found"))
             }
           }
         },
         (error: unknown) => {
-          const failure = new Error(`reading ${type} failed: ${error instanceof Error ? error.message : String(error)}`)
+          const failure = new FieldError(`reading ${type} failed: ${error instanceof Error ? error.message : String(error)}`, "exception")
           for (const waiters of byId.values()) for (const waiter of waiters) waiter.reject(failure)
         }
       )

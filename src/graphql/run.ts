@@ -26,6 +26,7 @@ import { maxOffset } from "../search/parse/result.ts"
 import { readCurrent } from "../store/reads.ts"
 import { depthLimit, resourceBudget } from "./bounds.ts"
 import { reshape } from "./directives.ts"
+import { FieldError, withOutcome } from "./errors.ts"
 import { fhirLiterals } from "./literals.ts"
 import { referenceLoader, serverReference } from "./references.ts"
 import type { GraphQLRequest } from "./request.ts"
@@ -36,8 +37,8 @@ import { writeContext } from "./writes.ts"
 /** Reads `type/id` as `access` may: the resource, or a failure whose message the answer's `errors` gives. */
 const readAs = (db: Database["Type"], catalog: Catalog, access: Access, type: string, id: string) =>
   readResourceAs(db, catalog, access, type, id).pipe(
-    Effect.mapError((error) => new Error(error.message)),
-    Effect.catchAllDefect((defect) => Effect.fail(new Error(`reading ${type}/${id} failed: ${String(defect)}`)))
+    Effect.mapError((error) => new FieldError(error.message, error._tag === "FhirError" ? error.code : "exception")),
+    Effect.catchAllDefect((defect) => Effect.fail(new FieldError(`reading ${type}/${id} failed: ${String(defect)}`, "exception")))
   )
 
 /** Reads `type/id` as `access` may: the resource, or the FHIR error a read of it would answer (404, 410, 403). */
@@ -82,8 +83,8 @@ const searchAs = (db: Database["Type"], catalog: Catalog, access: Access, type: 
     }
     return page
   }).pipe(
-    Effect.mapError((error) => new Error(error.message)),
-    Effect.catchAllDefect((defect) => Effect.fail(new Error(`searching ${type} failed: ${String(defect)}`)))
+    Effect.mapError((error) => new FieldError(error.message, error._tag === "SqlError" ? "exception" : error.code)),
+    Effect.catchAllDefect((defect) => Effect.fail(new FieldError(`searching ${type} failed: ${String(defect)}`, "exception")))
   )
 
 /** Runs `effect` for a resolver: its value, or a rejection with its own error (whose message the field's error gives). */
@@ -202,7 +203,8 @@ export const runGraphQL = (asked: GraphQLRequest, caller: GraphQLCaller, instanc
       return outcomeResponse("not-supported", `${caller.label}: a mutation is sent by POST, not GET`, { status: 405, headers: { allow: "POST" } })
     }
     const commitTs = writes.lastCommit()
-    return HttpServerResponse.text(JSON.stringify(result.errors === undefined ? result : { ...result, errors: result.errors.map(stated) }), {
+    const errors = result.errors?.map((error) => withOutcome(stated(error)))
+    return HttpServerResponse.text(JSON.stringify(errors === undefined ? result : { ...result, errors }), {
       status: 200,
       contentType: "application/json",
       ...(commitTs === undefined ? {} : { headers: commitHeader(commitTs) })

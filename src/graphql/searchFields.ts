@@ -32,6 +32,7 @@ import {
 } from "graphql"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { recordSlice, type SliceKeys } from "./directives.ts"
+import { FieldError } from "./errors.ts"
 import { whereTrue } from "./listFilters.ts"
 
 /** One page of a search, as a GraphQL field reads it (GraphQLContext.search). */
@@ -118,7 +119,10 @@ const listOf = async (type: string, context: Searching, params: URLSearchParams,
   if (!windowed) params.set("_count", String(maxListed))
   const page = await context.search(type, params)
   if (!windowed && page.links.some((link) => link.relation === "next")) {
-    throw new Error(`the search matches more than ${maxListed} ${type} resources: narrow it, ask for a window with _count and _offset, or page through it with ${type}Connection`)
+    throw new FieldError(
+      `the search matches more than ${maxListed} ${type} resources: narrow it, ask for a window with _count and _offset, or page through it with ${type}Connection`,
+      "too-costly"
+    )
   }
   const matches = whereTrue(page.matches, fhirpath as string | undefined)
   recordSlice(info, matches, context.slices)

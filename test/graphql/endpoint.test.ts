@@ -169,15 +169,27 @@ for (const backend of backendsUnderTest) {
           expect(unknownField.json.errors.map((error: any) => error.message)).toEqual(['Cannot query field "colour" on type "Patient".'])
           expect(unknownField.json.data).toBeUndefined()
           const missing = yield* ask(`{ Patient(id: "no-such-patient") { id } }`)
-          expect(missing.json).toEqual({ errors: [{ message: "Patient/no-such-patient is not known", locations: [{ line: 1, column: 3 }], path: ["Patient"] }], data: { Patient: null } })
+          // Each error has an OperationOutcome in extensions.resource (FHIR GraphQL, "Error Handling"), coded as REST codes it.
+          expect(missing.json).toEqual({
+            errors: [{
+              message: "Patient/no-such-patient is not known",
+              locations: [{ line: 1, column: 3 }],
+              path: ["Patient"],
+              extensions: { resource: { resourceType: "OperationOutcome", issue: [{ severity: "error", code: "not-found", diagnostics: "Patient/no-such-patient is not known" }] } }
+            }],
+            data: { Patient: null }
+          })
           const created = yield* call("POST", `${base}/Patient`, { body: { resourceType: "Patient" } })
           expect((yield* call("DELETE", `${base}/Patient/${created.json.id}`)).status).toBe(204)
           const deleted = yield* ask(`{ Patient(id: "${created.json.id}") { id } }`)
           expect(deleted.json.errors[0].message).toBe(`Patient/${created.json.id} was deleted`)
+          expect(deleted.json.errors[0].extensions.resource.issue[0].code).toBe("deleted")
           const syntax = yield* ask(`{ Patient(id: "x") { id }`)
           expect(syntax.json.errors[0].message).toMatch(/^Syntax Error/)
           const deep = yield* ask(`{ Patient(id: "x") { ${"extension { ".repeat(20)}url${" }".repeat(20)} } }`)
-          expect(deep.json).toEqual({ errors: [{ message: "The query nests its fields 22 deep; at most 15 are allowed", locations: [{ line: 1, column: 1 }] }] })
+          expect(deep.json).toEqual({
+            errors: [{ message: "The query nests its fields 22 deep; at most 15 are allowed", locations: [{ line: 1, column: 1 }], extensions: { resource: { resourceType: "OperationOutcome", issue: [{ severity: "error", code: "invalid", diagnostics: "The query nests its fields 22 deep; at most 15 are allowed" }] } } }]
+          })
         }))
 
       it.effect("flattens with @flatten, @first, @singleton and @slice, its errors in `errors`", () =>
@@ -192,7 +204,7 @@ for (const backend of backendsUnderTest) {
           const flat = yield* ask(query, { id: created.json.id, path: "use" })
           expect(flat.text).toBe(`{"data":{"p":{"given.official":["A","B"],"surname.official":"Flat","given.nickname":["C"]}}}`)
           const several = yield* ask(`{ Patient(id: "${created.json.id}") { name @flatten { given @singleton } } }`)
-          expect(several.json).toEqual({ data: { Patient: { given: null } }, errors: [{ message: '@singleton: "given" has 3 values', path: ["Patient", "given"] }] })
+          expect(several.json).toEqual({ data: { Patient: { given: null } }, errors: [{ message: '@singleton: "given" has 3 values', path: ["Patient", "given"], extensions: expect.any(Object) }] })
         }))
 
       it.effect("refuses what is not a GraphQL request with a 400 OperationOutcome", () =>

@@ -102,7 +102,12 @@ for (const backend of backendsUnderTest) {
             valueQuantity: { value: 185, unit: "lbs" },
             encounter: { reference: "Encounter/example", resource: null }
           })
-          expect(reply.json.errors).toEqual([{ message: "Encounter/example is not known", locations: [expect.any(Object)], path: ["encounter", "resource"] }])
+          expect(reply.json.errors).toEqual([{
+            message: "Encounter/example is not known",
+            locations: [expect.any(Object)],
+            path: ["encounter", "resource"],
+            extensions: { resource: { resourceType: "OperationOutcome", issue: [{ severity: "error", code: "not-found", diagnostics: "Encounter/example is not known" }] } }
+          }])
           // The denser form: resource(type: ...) selects that type's fields, and ignores a reference to another type.
           const typed = yield* onInstance("Observation/example", `{
             subject { reference asPatient: resource(type: Patient) { birthDate } asGroup: resource(type: Group) { name } }
@@ -134,7 +139,9 @@ for (const backend of backendsUnderTest) {
           const reply = yield* ask(`{ Patient(id: example) { id active } ObservationList(patient: example) { id } }`)
           expect(reply.json).toEqual({ data: { Patient: { id: "example", active: true }, ObservationList: [{ id: "example" }] } })
           const unknown = yield* ask(`{ Patient(id: "glossy") { name { nickname } } }`)
-          expect(unknown.json).toEqual({ errors: [{ message: 'Cannot query field "nickname" on type "HumanName".', locations: [expect.any(Object)] }] })
+          expect(unknown.json).toEqual({
+            errors: [{ message: 'Cannot query field "nickname" on type "HumanName".', locations: [expect.any(Object)], extensions: { resource: { resourceType: "OperationOutcome", issue: [{ severity: "error", code: "invalid", diagnostics: 'Cannot query field "nickname" on type "HumanName".' }] } } }]
+          })
         }))
     })
   })
