@@ -5,23 +5,17 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { type BackendKind, pgAvailable } from "../support/backends.ts"
-import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
-import { call, startServer, type TestServer } from "../support/server.ts"
-import { launchToken, secrets, systemToken } from "../support/smartTokens.ts"
-import { SmartSecrets } from "../../src/auth/SmartSecrets.ts"
+import { skipRealPackages } from "../support/npmRegistry.ts"
+import { call, type TestServer } from "../support/server.ts"
+import { launchToken, systemToken } from "../support/smartTokens.ts"
+import { backendsUnderTest, packagesServer, smartPackagesServer } from "./servers.ts"
 
 class Server extends Context.Tag("test/GraphQLServer")<Server, TestServer>() {}
-
-const backendsUnderTest: ReadonlyArray<{ readonly kind: BackendKind; readonly skip: boolean }> = [
-  { kind: "sqlite", skip: false },
-  { kind: "postgres", skip: !pgAvailable }
-]
 
 for (const backend of backendsUnderTest) {
   describe.skipIf(skipRealPackages || backend.skip)(`/graphql on ${backend.kind}`, () => {
     layer(
-      Layer.scoped(Server, startServer(backend.kind, { conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache } })),
+      Layer.scoped(Server, packagesServer(backend.kind)),
       { timeout: 600_000, excludeTestServices: true }
     )((it) => {
       it.effect("reads a resource by id by GET and POST, with variables and an operation name", () =>
@@ -235,12 +229,7 @@ class SmartServer extends Context.Tag("test/GraphQLSmartServer")<SmartServer, { 
 
 describe.skipIf(skipRealPackages)("/graphql under --smart", () => {
   layer(
-    Layer.scoped(SmartServer, Effect.gen(function*() {
-      const server = yield* startServer("sqlite", { smart: { enabled: true, demo_login: true }, conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache } }).pipe(
-        Effect.provideService(SmartSecrets, secrets)
-      )
-      return { server, system: yield* systemToken(server, "system/*.cruds") }
-    })),
+    Layer.scoped(SmartServer, smartPackagesServer),
     { timeout: 600_000, excludeTestServices: true }
   )((it) => {
     it.effect("needs a token, and reads only what the token may read: another type or another patient is an error of its field", () =>

@@ -7,25 +7,21 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { type BackendKind, pgAvailable } from "../support/backends.ts"
-import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
+import { type BackendKind } from "../support/backends.ts"
+import { skipRealPackages } from "../support/npmRegistry.ts"
 import { readR4Examples } from "../support/r4Examples.ts"
-import { call, startServer, type TestServer } from "../support/server.ts"
+import { call, type TestServer } from "../support/server.ts"
+import { backendsUnderTest, packagesServer } from "./servers.ts"
 
 class Server extends Context.Tag("test/GraphQLExamplesServer")<Server, TestServer>() {}
 
 const files = ["Patient-example.json", "Patient-glossy.json", "Observation-example.json", "List-long.json"]
 const examples = skipRealPackages ? undefined : await readR4Examples("GraphQL examples tests", files)
 
-const backendsUnderTest: ReadonlyArray<{ readonly kind: BackendKind; readonly skip: boolean }> = [
-  { kind: "sqlite", skip: false },
-  { kind: "postgres", skip: !pgAvailable }
-]
-
 /** The server with the four examples stored under their own ids. */
 const serverWithExamples = (kind: BackendKind) =>
   Effect.gen(function*() {
-    const server = yield* startServer(kind, { conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache, update_as_create: true, reference_policy: "fhir" } })
+    const server = yield* packagesServer(kind, { update_as_create: true, reference_policy: "fhir" })
     for (const resource of examples ?? []) {
       const stored = yield* call("PUT", `${server.base}/${String(resource["resourceType"])}/${String(resource["id"])}`, { body: resource })
       expect([resource["id"], stored.status, stored.status === 201 ? "" : JSON.stringify(stored.json)]).toEqual([resource["id"], 201, ""])

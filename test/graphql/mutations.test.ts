@@ -10,13 +10,12 @@ import { Context, Effect, Layer } from "effect"
 import { getNamedType, type GraphQLInputObjectType, type GraphQLObjectType } from "graphql"
 import { beforeAll, it as plainIt } from "vitest"
 import type { Catalog } from "../../src/catalog/Catalog.ts"
-import { SmartSecrets } from "../../src/auth/SmartSecrets.ts"
 import { buildSchema } from "../../src/graphql/schema.ts"
-import { type BackendKind, pgAvailable } from "../support/backends.ts"
-import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
-import { call, startServer, type TestServer } from "../support/server.ts"
-import { launchToken, secrets, systemToken } from "../support/smartTokens.ts"
+import { skipRealPackages } from "../support/npmRegistry.ts"
+import { call, type TestServer } from "../support/server.ts"
+import { launchToken, systemToken } from "../support/smartTokens.ts"
 import { loadCatalog } from "../validation/support.ts"
+import { backendsUnderTest, packagesServer, smartPackagesServer } from "./servers.ts"
 
 let catalog: Catalog | undefined
 beforeAll(async () => {
@@ -55,17 +54,12 @@ describe("the mutation input types of the R4 catalog", () => {
 
 class Server extends Context.Tag("test/GraphQLMutationServer")<Server, TestServer>() {}
 
-const backendsUnderTest: ReadonlyArray<{ readonly kind: BackendKind; readonly skip: boolean }> = [
-  { kind: "sqlite", skip: false },
-  { kind: "postgres", skip: !pgAvailable }
-]
-
 const json = { "content-type": "application/json" }
 
 for (const backend of backendsUnderTest) {
   describe.skipIf(skipRealPackages || backend.skip)(`GraphQL mutations on ${backend.kind}`, () => {
     layer(
-      Layer.scoped(Server, startServer(backend.kind, { conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache } })),
+      Layer.scoped(Server, packagesServer(backend.kind)),
       { timeout: 600_000, excludeTestServices: true }
     )((it) => {
       const mutate = (url: string, query: string, variables?: Record<string, unknown>) =>
@@ -241,12 +235,7 @@ class SmartServer extends Context.Tag("test/GraphQLMutationSmartServer")<SmartSe
 
 describe.skipIf(skipRealPackages)("GraphQL mutations under --smart", () => {
   layer(
-    Layer.scoped(SmartServer, Effect.gen(function*() {
-      const server = yield* startServer("sqlite", { smart: { enabled: true, demo_login: true }, conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache } }).pipe(
-        Effect.provideService(SmartSecrets, secrets)
-      )
-      return { server, system: yield* systemToken(server, "system/*.cruds") }
-    })),
+    Layer.scoped(SmartServer, smartPackagesServer),
     { timeout: 600_000, excludeTestServices: true }
   )((it) => {
     it.effect("writes with the token's write scopes only, a patient token in its compartment only", () =>

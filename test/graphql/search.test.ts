@@ -6,23 +6,18 @@
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { type BackendKind, pgAvailable } from "../support/backends.ts"
-import { realPackageCache, registryUrl, skipRealPackages } from "../support/npmRegistry.ts"
-import { call, startServer, type TestServer } from "../support/server.ts"
+import { skipRealPackages } from "../support/npmRegistry.ts"
+import { call, type TestServer } from "../support/server.ts"
+import { backendsUnderTest, packagesServer } from "./servers.ts"
 
 class Server extends Context.Tag("test/GraphQLSearchServer")<Server, TestServer>() {}
-
-const backendsUnderTest: ReadonlyArray<{ readonly kind: BackendKind; readonly skip: boolean }> = [
-  { kind: "sqlite", skip: false },
-  { kind: "postgres", skip: !pgAvailable }
-]
 
 const errorsOf = (reply: { readonly json: any }): ReadonlyArray<string> => (reply.json.errors ?? []).map((error: any) => error.message)
 
 for (const backend of backendsUnderTest) {
   describe.skipIf(skipRealPackages || backend.skip)(`GraphQL searches on ${backend.kind}`, () => {
     layer(
-      Layer.scoped(Server, startServer(backend.kind, { conformance: { package_registry: registryUrl ?? "", package_cache: realPackageCache } })),
+      Layer.scoped(Server, packagesServer(backend.kind)),
       { timeout: 600_000, excludeTestServices: true }
     )((it) => {
       const ask = (query: string, variables?: Record<string, unknown>) =>
