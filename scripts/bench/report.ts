@@ -1,5 +1,6 @@
 /** The run's one table on standard output, and the same figures as JSON in bench/results/. */
 import type { ExportFigures, ExportSettings } from "./export.ts"
+import type { GraphQLFigures, GraphQLSettings } from "./graphql.ts"
 import type { ValidationFigures } from "./validation.ts"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { cpus, totalmem } from "node:os"
@@ -62,6 +63,8 @@ export interface Report {
     readonly ingest: ReadonlyArray<Share>
     readonly figures: Readonly<Record<string, { readonly count: number; readonly medianMs: number; readonly p99Ms: number; readonly kbPerQuery: number | undefined }>>
   }
+  /** A patient with its Observations by `POST /graphql` against the same by REST, in turn, by backend (graphql.ts). */
+  readonly graphql?: { readonly settings: GraphQLSettings; readonly runs: ReadonlyArray<GraphQLFigures> }
   /** The system-level `$export` after copies of the Synthea data, by backend (export.ts). */
   readonly export?: { readonly settings: ExportSettings; readonly runs: ReadonlyArray<ExportFigures> }
   /** A Postgres primary and a replica loaded at once against the primary alone (cluster.ts). */

@@ -2,7 +2,8 @@
  * `npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest]`: measures svc over HTTP on
  * SQLite (and Postgres when one answers) against the floor, a bare node:http + better-sqlite3
  * server, in one run; then the Synthea ingest, and searches over what it loaded, on a svc with the
- * real R4 packages; then a system-level `$export` of 10 copies of the Synthea data (export.ts).
+ * real R4 packages; a patient with its Observations by GraphQL against the same by REST (graphql.ts); then a
+ * system-level `$export` of 10 copies of the Synthea data (export.ts).
  * Governance and SMART bearer tokens are priced against servers without them.
  * Prints one table and writes the same figures to bench/results/<YYYY-MM-DD>T<HH-MM>.json.
  * See docs/performance.md.
@@ -28,12 +29,13 @@ import { type Backend, npmRegistry, type Packages, root, startFloor, startSvc, u
 import { formatValidation, measureValidation } from "./validation.ts"
 import { benchPrimaryAndReplica, type ClusterRun } from "./cluster.ts"
 import { benchExport, describeExport, type ExportFigures, exportSettings, exportWorkload } from "./export.ts"
+import { benchGraphQL, describeGraphQL, type GraphQLFigures, graphqlRows, graphqlSettings, graphqlWorkloads } from "./graphql.ts"
 import { describeGoal, type DrivenWorkload, ingestFour, ingestOne, isDriven, type LoadWorkload, onSynthea, quickBundles, readById, searchIdentifier, type Target, type Workload, workloads } from "./suite.ts"
 
 const usage = `usage: npm run bench [-- --quick] [-- --sqlite-only] [-- --skip-ingest] [-- --cluster-only]
   --quick         3 s per workload after a 2 s warm-up (default 10 s after 5 s); ${quickBundles} Synthea bundles (default all 55); the export after the 55 once (default 10 times)
   --sqlite-only   skip Postgres even when a server answers
-  --skip-ingest   skip the Synthea ingest, the searches over it and the export (they need the npm registry once, for the real R4 packages)
+  --skip-ingest   skip the Synthea ingest, the searches over it, GraphQL and the export (they need the npm registry once, for the real R4 packages)
   --cluster-only  only the Postgres primary with a replica against the primary alone`
 
 const { values: flags } = parseArgs({
@@ -414,6 +416,36 @@ const benchExportOn = async (backend: Backend, workDir: string, packages: Packag
   }
 }
 
+/** GraphQL's settings: a patient and its 20 Observations, each side 8 rounds of 1 s (4 of 0.5 s with --quick). */
+const graphqlRun = graphqlSettings(quick)
+/** GraphQL's figures by backend (graphql.ts). */
+const graphqlRuns: Array<GraphQLFigures> = []
+/** Whether GraphQL failed on a backend (its answers differed from REST's, or it could not run): the run then exits 1. */
+let graphqlFailed = false
+
+/**
+ * GraphQL against REST (graphql.ts) on a svc of its own on `backend`, a fresh copy of the R4 template: a row per side,
+ * the ratios under the table. A failure is a notice, so that the run keeps the figures measured before it, and the
+ * run's exit status.
+ */
+const benchGraphQLOn = async (backend: Backend, workDir: string, packages: Packages): Promise<Array<Measured>> => {
+  try {
+    const figures = await benchGraphQL(backend, workDir, packages, graphqlRun, progress)
+    graphqlRuns.push(figures)
+    if (figures.graphql.failed + figures.rest.failed > 0) {
+      graphqlFailed = true
+      notices.push(`GraphQL on ${backend.kind}: ${figures.graphql.failed} GraphQL and ${figures.rest.failed} REST iterations failed (${figures.firstFailure ?? "?"})`)
+    }
+    return graphqlRows(figures, graphqlRun)
+  } catch (error) {
+    if (interrupted.signal.aborted) throw error
+    graphqlFailed = true
+    notices.push(`GraphQL on ${backend.kind} FAILED: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`)
+    progress(notices[notices.length - 1] ?? "")
+    return []
+  }
+}
+
 interface Pair {
   readonly workload: string
   readonly connections: number
@@ -479,7 +511,7 @@ const restartTargetMs = 2000
 const r4Packages = async (): Promise<Packages | undefined> => {
   if (!workloads.some(onSynthea)) return undefined
   const skipped = (why: string) => {
-    notices.push(`Synthea ingest and searches skipped: ${why}`)
+    notices.push(`Synthea ingest and searches, GraphQL and the export skipped: ${why}`)
     progress(notices[notices.length - 1] ?? "")
     return undefined
   }
@@ -582,6 +614,9 @@ const main = async (): Promise<void> => {
       await sqliteR4(join(workDir, "svc-r4-beside-sync.sqlite"), workDir, packages, progress),
       await sqliteR4(join(workDir, "svc-r4-sync.sqlite"), workDir, packages, progress)
     ], workDir, packages)))
+    const graphqlFile = join(workDir, "svc-r4-graphql.sqlite")
+    measured.push(...(await benchGraphQLOn(await sqliteR4(graphqlFile, workDir, packages, progress), workDir, packages)))
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(`${graphqlFile}${suffix}`, { force: true })
     const exportFile = join(workDir, "svc-r4-export.sqlite")
     measured.push(...(await benchExportOn(await sqliteR4(exportFile, workDir, packages, progress), workDir, packages)))
     // The SQLite file of ~140,000 resources is not needed any more.
@@ -636,6 +671,10 @@ const main = async (): Promise<void> => {
         measured.push(...(await benchSync([besideSync.backend, withSync.backend], workDir, packages)))
         await dropWithSync()
         await dropBesideSync()
+        const graphqlDatabase = await postgresR4(workDir, packages, progress)
+        const dropGraphQL = onCleanup("dropping the Postgres database", graphqlDatabase.drop)
+        measured.push(...(await benchGraphQLOn(graphqlDatabase.backend, workDir, packages)))
+        await dropGraphQL()
         const exportDatabase = await postgresR4(workDir, packages, progress)
         const dropExport = onCleanup("dropping the Postgres database", exportDatabase.drop)
         measured.push(...(await benchExportOn(exportDatabase.backend, workDir, packages)))
@@ -653,6 +692,10 @@ const main = async (): Promise<void> => {
     }
   }
   const described = workloads.map((w) => ({ name: w.name, description: w.description, connections: w.connections, target: Object.entries(w.goals ?? {}).map(([backend, goal]) => `${backend}: ${describeGoal(goal)}`).join("; ") }))
+  if (graphqlRuns.length > 0) {
+    const { graphql, rest } = graphqlWorkloads(graphqlRun)
+    described.push({ ...graphql, target: "" }, { ...rest, target: "" })
+  }
   if (exportRuns.length > 0) described.push({ ...exportWorkload(exporting), target: "" })
   const validation = clusterOnly ? undefined : await measureValidation(settings.syntheaBundles)
   if (validation === undefined && !clusterOnly) notices.push("validation not measured: the R4 packages could not be had")
@@ -662,6 +705,7 @@ const main = async (): Promise<void> => {
     serverRssAfterRunMb, rssAfterRunTargetMb, notices, validation, restartMs, governance, smart,
     subscriptions: { ingest: sharesInTurn.subscriptions, notificationLatency: latencies },
     sync: { ingest: sharesInTurn.sync, figures: syncFigures },
+    graphql: { settings: graphqlRun, runs: graphqlRuns },
     export: { settings: exporting, runs: exportRuns },
     cluster: clusterRuns.map((run) => ({
       workload: run.workload,
@@ -702,11 +746,15 @@ const main = async (): Promise<void> => {
   const clusterLines = clusterRuns.map((run) =>
     `${run.workload} ${run.both.reqPerSec.toFixed(0)} req/s against ${run.alone.reqPerSec.toFixed(0)} (${(run.both.reqPerSec / run.alone.reqPerSec).toFixed(2)}x), median ${run.both.medianMs.toFixed(1)} ms against ${run.alone.medianMs.toFixed(1)} ms`)
   if (clusterLines.length > 0) console.log(`Postgres primary and replica at once against the primary alone: ${clusterLines.join("; ")}`)
+  if (graphqlRuns.length > 0) {
+    console.log(`GraphQL against REST, a patient and its ${graphqlRun.observationsPerPatient} Observations, in turn (ratios GraphQL over REST): ${graphqlRuns.map(describeGraphQL).join("; ")}`)
+  }
   if (exportRuns.length > 0) {
     console.log(`$export (system level) after the Synthea bundles loaded ${exporting.copies} time(s): ${exportRuns.map(describeExport).join("; ")}`)
   }
   for (const notice of notices) console.log(`NOTICE: ${notice}`)
   console.log(`Written: ${relative(root, file)} (${elapsedSeconds} s in all)`)
+  if (graphqlFailed) process.exitCode = 1
 }
 
 main()
