@@ -52,16 +52,17 @@ const observationCount = 100
 const observationFields = "id code { coding { system code display } } valueQuantity { value unit } effectiveDateTime"
 
 /**
- * The GraphQL side's query for one patient, and where its answer holds the patient and the Observations: the one
- * place to change for the reverse-reference form, `{ Patient(id: "<id>") { ... ObservationList(_reference: subject)
- * { ... } } }`, once the server serves it. The root-level search is what it serves today.
+ * The GraphQL side's query for one patient, and where its answer holds the patient and the Observations: the
+ * patient with its Observations as a reverse reference (`ObservationList(_reference: subject)`), as an app asks.
  */
 export const graphqlForm = {
   query: (id: string): string =>
-    `{ Patient(id: "${id}") { id name { family given } birthDate } ` +
-    `ObservationList(subject: "Patient/${id}", _count: ${observationCount}) { ${observationFields} } }`,
-  answer: (data: Record<string, unknown>): { readonly patient: unknown; readonly observations: unknown } =>
-    ({ patient: data["Patient"], observations: data["ObservationList"] })
+    `{ Patient(id: "${id}") { id name { family given } birthDate ` +
+    `ObservationList(_reference: subject, _count: ${observationCount}) { ${observationFields} } } }`,
+  answer: (data: Record<string, unknown>): { readonly patient: unknown; readonly observations: unknown } => {
+    const { ObservationList: observations, ...patient } = data["Patient"] as Record<string, unknown>
+    return { patient, observations }
+  }
 }
 
 /** The REST side's paths for one patient, in the order an app asks for them. */

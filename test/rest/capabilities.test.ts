@@ -151,7 +151,8 @@ for (const backend of backendsUnderTest) {
               { name: "export", definition: "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/patient-export" },
               { name: "meta", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta" },
               { name: "meta-add", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta-add" },
-              { name: "meta-delete", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta-delete" }
+              { name: "meta-delete", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta-delete" },
+              { name: "graphql", definition: "http://hl7.org/fhir/OperationDefinition/Resource-graphql" }
             ]
           })
           expect((patient["interaction"] as ReadonlyArray<{ code: string }>).map((i) => i.code)).toEqual(
@@ -165,7 +166,8 @@ for (const backend of backendsUnderTest) {
           expect(rest["operation"]).toEqual([
             { name: "export", definition: "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/export" },
             { name: "meta", definition: "http://hl7.org/fhir/OperationDefinition/Resource-meta" },
-            { name: "install", definition: "urn:svc:OperationDefinition:install" }
+            { name: "install", definition: "urn:svc:OperationDefinition:install" },
+            { name: "graphql", definition: "http://hl7.org/fhir/OperationDefinition/Resource-graphql" }
           ])
           expect(rest["interaction"].map((i: { code: string }) => i.code)).toEqual(["transaction", "batch", "search-system", "history-system"])
           expect(rest["searchParam"].map((param: SearchParam) => param.name)).toEqual(
