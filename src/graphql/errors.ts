@@ -30,3 +30,12 @@ export const withOutcome = (error: GraphQLError): GraphQLError =>
       ...(error.originalError === undefined ? {} : { originalError: error.originalError }),
       extensions: { ...error.extensions, resource: operationOutcome([{ severity: "error", code: codeOf(error), diagnostics: error.message }]) }
     })
+
+/**
+ * An error of the answer as GraphQL writes it: one the engine threw that is not a GraphQL error (a query or
+ * variables nested past what its stack holds) said in words, not as `{}`.
+ */
+export const stated = (error: unknown): GraphQLError =>
+  error instanceof GraphQLError
+    ? error
+    : new GraphQLError(error instanceof RangeError ? "The query or its variables nest too deeply to be read" : `The query could not be run: ${String(error)}`)

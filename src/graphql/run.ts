@@ -7,7 +7,7 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import { Cause, Clock, Effect, Exit, Option, Runtime } from "effect"
-import { execute, type ExecutionResult, getOperationAST, GraphQLError, parse, specifiedRules, validate } from "graphql"
+import { execute, type ExecutionResult, getOperationAST } from "graphql"
 import type { Access } from "../auth/access/Access.ts"
 import { searchRestriction } from "../auth/access/conditions.ts"
 import { granted, searchGranted, seen } from "../auth/access/enforce.ts"
@@ -24,10 +24,10 @@ import * as Search from "../search/Search.ts"
 import { atPage } from "../search/paging.ts"
 import { maxOffset } from "../search/parse/result.ts"
 import { readCurrent } from "../store/reads.ts"
-import { depthLimit, resourceBudget } from "./bounds.ts"
+import { resourceBudget } from "./bounds.ts"
 import { reshape } from "./directives.ts"
-import { FieldError, withOutcome } from "./errors.ts"
-import { fhirLiterals } from "./literals.ts"
+import { FieldError, stated, withOutcome } from "./errors.ts"
+import { prepare } from "./prepared.ts"
 import { referenceLoader, serverReference } from "./references.ts"
 import type { GraphQLRequest } from "./request.ts"
 import { type GraphQLContext, instanceSchemaOf, schemaOf } from "./schema.ts"
@@ -106,15 +106,6 @@ export interface GraphQLCaller {
 }
 
 /**
- * An error of the answer as GraphQL writes it: one the engine threw that is not a GraphQL error (a query or
- * variables nested past what its stack holds) said in words, not as `{}`.
- */
-const stated = (error: unknown): GraphQLError =>
-  error instanceof GraphQLError
-    ? error
-    : new GraphQLError(error instanceof RangeError ? "The query or its variables nest too deeply to be read" : `The query could not be run: ${String(error)}`)
-
-/**
  * How the mutations of a request write (writes.ts): as its caller (the front door's admission: who, which
  * request, which client), with its access; each write first takes one resource of the query's budget (`take`).
  * `lastCommit` is the commit of the last one made.
@@ -181,10 +172,10 @@ export const runGraphQL = (asked: GraphQLRequest, caller: GraphQLCaller, instanc
     const readOnly = caller.method === "GET" || caller.method === "HEAD"
     const result = yield* Effect.promise(async (): Promise<ExecutionResult | typeof mutationByGet> => {
       try {
-        const document = fhirLiterals(schema, parse(asked.query))
+        const { document, errors } = prepare(schema, asked.query)
+        if (document === undefined) return { errors }
         if (readOnly && getOperationAST(document, asked.operationName)?.operation === "mutation") return mutationByGet
-        const invalid = validate(schema, document, [...specifiedRules, depthLimit])
-        if (invalid.length > 0) return { errors: invalid }
+        if (errors.length > 0) return { errors }
         const executed = await execute({
           schema,
           document,
