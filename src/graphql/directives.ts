@@ -160,8 +160,18 @@ export const recordSlice = (info: GraphQLResolveInfo, elements: ReadonlyArray<un
   }
 }
 
-/** Whether `document` uses any of the data-flattening directives. */
+const usesByDocument = new WeakMap<DocumentNode, boolean>()
+
+/** Whether `document` uses any of the data-flattening directives (found once per document: documents are kept, prepared.ts). */
 const usesFhirDirectives = (document: DocumentNode): boolean => {
+  const known = usesByDocument.get(document)
+  if (known !== undefined) return known
+  const found = findsFhirDirectives(document)
+  usesByDocument.set(document, found)
+  return found
+}
+
+const findsFhirDirectives = (document: DocumentNode): boolean => {
   let found = false
   visit(document, {
     Directive(node) {
