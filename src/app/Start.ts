@@ -26,6 +26,7 @@ import { type HttpServer, HttpServerRequest, type HttpServerResponse } from "@ef
 import * as RootRoutes from "../http/RootRoutes.ts"
 import { type EdgeOptions, listen, type ListenOptions, ServingApp } from "../http/Server.ts"
 import { type FastCounts, installFastRead } from "../rest/fastRead.ts"
+import { installFastReadPg } from "../rest/fastReadPg.ts"
 import * as FhirApp from "../rest/FhirApp.ts"
 import { basePath } from "../rest/Rest.ts"
 import { parseBind } from "../config/Setting.ts"
@@ -244,7 +245,7 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
         catalog: { generation: current.generation, resource_types: current.resourceTypes.length },
         search_index: progressDetails(yield* backfill.progress),
         ...(terminology === undefined ? {} : { terminology: yield* terminology }),
-        ...(config.database.kind === "sqlite" ? { fast_path: { ...fastCounts } } : {}),
+        ...(config.database.kind === "memory" ? {} : { fast_path: { ...fastCounts } }),
         memory: { rss_bytes: process.memoryUsage.rss(), heap_used_bytes: v8.getHeapStatistics().used_heap_size, idle_collections: idle.collections, native_releases: idle.releases }
       }
     })
@@ -259,6 +260,9 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
         counts: fastCounts
       }
       yield* installFastRead(fast, options, databaseScope).pipe(Effect.provide(services))
+    } else if (db.pgPool !== undefined) {
+      // Reads by id on Postgres (src/rest/fastReadPg.ts), on the server's own pool.
+      yield* installFastReadPg(fast, db.pgPool, fastCounts, databaseScope).pipe(Effect.provide(services))
     }
     yield* Effect.logInfo("serving", { database: config.database.kind })
     const started: Started = {

@@ -91,7 +91,19 @@ const QUERY_PASSWORD = /([?&]password=)([^&#\s]*)/gi
 export const redactUrl = (url: string): string =>
   url.replace(USERINFO_PASSWORD, `$1${MASK}@`).replace(QUERY_PASSWORD, `$1${MASK}`)
 
+const secretValuesOf = new WeakMap<Secrets, ReadonlyArray<string>>()
+
+/** The texts to mask, worked out once per Secrets (every log line is redacted: this is on every request's way). */
 const secretValues = (secrets: Secrets): ReadonlyArray<string> => {
+  let values = secretValuesOf.get(secrets)
+  if (values === undefined) {
+    values = masked(secrets)
+    secretValuesOf.set(secrets, values)
+  }
+  return values
+}
+
+const masked = (secrets: Secrets): ReadonlyArray<string> => {
   const values = [
     secrets.oidcClientSecret,
     secrets.smartDcrToken,

@@ -8,6 +8,7 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Effect, Layer, Queue, Ref, type Scope } from "effect"
 import * as Path from "node:path"
+import type pg from "pg"
 import { causeText, DatabaseError, DatabaseOpenError } from "./errors.ts"
 import { openPostgres } from "./postgresOpen.ts"
 import { maskUrl } from "./postgresTls.ts"
@@ -62,6 +63,8 @@ export class Database extends Context.Tag("svc/db/Database")<Database, {
   /** A one-row query on a reader. */
   readonly probe: Effect.Effect<void, DatabaseError>
   readonly stats: Effect.Effect<DatabaseStats>
+  /** Postgres: the pool itself, for the fast read (src/rest/fastReadPg.ts), which runs its statement outside any fiber. */
+  readonly pgPool?: pg.Pool
 }>() {}
 
 /** The database named the way messages show it, with any Postgres password masked. */
@@ -168,7 +171,7 @@ export const make = (
           waiting: opened.pool.waitingCount,
           tls: opened.tls
         }))
-        return { ...common, writer, withReader, probe: probeWith(withReader)(), stats }
+        return { ...common, writer, withReader, probe: probeWith(withReader)(), stats, pgPool: opened.pool }
       }
     }
   })

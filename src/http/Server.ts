@@ -112,11 +112,13 @@ export const edge = (options: EdgeOptions, door: FrontDoor.FrontDoor) =>
 
 /**
  * A handler that answers an admitted request itself, outside any fiber, and returns true, or declines it
- * (false) for the edge above. Only the hottest interactions have one (`src/rest/fastRead.ts`), and each must
- * answer exactly as the edge would: same status, headers and body. It sets the admission's `status` and
- * `bytesOut`, from which the front door writes the request log line.
+ * (false) for the edge above. Only the hottest interactions have one (`src/rest/fastRead.ts`,
+ * `src/rest/fastReadPg.ts`), and each must answer exactly as the edge would: same status, headers and body. It
+ * sets the admission's `status` and `bytesOut`, from which the front door writes the request log line. One that
+ * answers later (its statement runs on a Postgres connection) takes the request (true) and, when it finds it
+ * cannot answer after all, hands it to the edge with `decline` (once, before writing anything).
  */
-export type FastHandler = (request: IncomingMessage, response: ServerResponse, admission: FrontDoor.Admission) => boolean
+export type FastHandler = (request: IncomingMessage, response: ServerResponse, admission: FrontDoor.Admission, decline: () => void) => boolean
 
 /** The fast handler in use: set while serving, read by the Node request listener (which is not a fiber). */
 export interface FastSlot {
@@ -184,8 +186,9 @@ const makeNodeServer = (slot: FastSlot, relay: RelaySlot, traffic: Traffic, fron
     if (admission === undefined) return true
     // A caller whose token is not resolved yet is the edge's to resolve.
     const fast = traffic.draining || !isResolved(admission.principal) ? undefined : slot.current
-    if (fast !== undefined && fast(request, response, admission)) return true
-    return Reflect.apply(emit, server, ["request", request, response])
+    const edge = () => Reflect.apply(emit, server, ["request", request, response])
+    if (fast !== undefined && fast(request, response, admission, edge)) return true
+    return edge()
   }
   const frontFirst = (event: string | symbol, ...args: Array<unknown>): boolean => {
     if (event === "request") {

@@ -43,6 +43,47 @@ const acceptsJson = (accept: string | undefined): boolean => {
   return "format" in negotiated && negotiated.format === "json" && !negotiated.pretty
 }
 
+/**
+ * The type and id of `GET /fhir/{type}/{id}` when a fast read may answer it exactly as the general path would
+ * (no query string, no conditional headers, no body, JSON asked for, a type the catalog knows, a caller who may
+ * read every resource of the type: docs/smart.md, "Scopes"); undefined otherwise. Shared by the SQLite and the
+ * Postgres fast reads (fastReadPg.ts).
+ */
+export const fastReadTarget = (request: IncomingMessage, admission: Admission, catalog: Catalog): { readonly type: string; readonly id: string } | undefined => {
+  if (request.method !== "GET") return undefined
+  const match = readPath.exec(request.url ?? "")
+  if (match === null) return undefined
+  const headers = request.headers
+  if (headers["if-none-match"] !== undefined || headers["if-modified-since"] !== undefined) return undefined
+  if (headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")) return undefined
+  if (!acceptsJson(headers["accept"])) return undefined
+  const type = match[1]!
+  if (!catalog.isResourceType(type)) return undefined
+  const principal = admission.principal
+  if (principal._tag === "Authorized" && accessOf(principal).rule(catalog, type, "r")._tag !== "All") return undefined
+  return { type, id: match[2]! }
+}
+
+/** A 200 with `headers` and `content`; its status and bytes go to the admission, for the front door's log line. */
+const answer = (response: ServerResponse, admission: Admission, content: string, headers: (bytes: number, requestId: string) => Record<string, string | number>) => {
+  const bytes = Buffer.byteLength(content)
+  admission.status = 200
+  admission.bytesOut = bytes
+  response.writeHead(200, headers(bytes, admission.requestId))
+  response.end(content)
+  return true
+}
+
+/** The answer to a read of the current version `row`, with the headers the general path gives (rest/read.ts). */
+export const answerRead = (response: ServerResponse, admission: Admission, row: { readonly version: number; readonly commit_ts: number | string; readonly content: string }) =>
+  answer(response, admission, row.content, (bytes, requestId) => ({
+    etag: etag(row.version),
+    "last-modified": httpDate(Number(row.commit_ts)),
+    "content-type": jsonType,
+    "content-length": bytes,
+    "x-request-id": requestId
+  }))
+
 /** How many requests the fast path has answered. */
 export interface FastCounts {
   reads: number
@@ -83,49 +124,22 @@ export const openFastRead = (options: FastReadOptions): FastRead => {
   const { clock } = options
   const search = makeFastSearch({ ...options, db, nowMillis: () => clock.unsafeCurrentTimeMillis() })
 
-  /** A 200 with `headers` and `content`; its status and bytes go to the admission, for the front door's log line. */
-  const answer = (response: ServerResponse, admission: Admission, content: string, headers: (bytes: number, requestId: string) => Record<string, string | number>) => {
-    const bytes = Buffer.byteLength(content)
-    admission.status = 200
-    admission.bytesOut = bytes
-    response.writeHead(200, headers(bytes, admission.requestId))
-    response.end(content)
-    return true
-  }
-
-  const read = (request: IncomingMessage, response: ServerResponse, admission: Admission, match: RegExpExecArray): boolean => {
-    const headers = request.headers
-    if (headers["if-none-match"] !== undefined || headers["if-modified-since"] !== undefined) return false
-    if (headers["transfer-encoding"] !== undefined || (headers["content-length"] !== undefined && headers["content-length"] !== "0")) return false
-    if (!acceptsJson(headers["accept"])) return false
-    const type = match[1]!
-    const catalog = options.catalog()
-    if (!catalog.isResourceType(type)) return false
-    // A caller known by a token is answered here only when it may read every resource of the type (docs/smart.md, "Scopes").
-    const principal = admission.principal
-    if (principal._tag === "Authorized" && accessOf(principal).rule(catalog, type, "r")._tag !== "All") return false
+  const read = (response: ServerResponse, admission: Admission, target: { readonly type: string; readonly id: string }): boolean => {
     let row: Row | undefined
     try {
-      row = statement.get(type, match[2]!)
+      row = statement.get(target.type, target.id)
     } catch {
       return false
     }
     if (row === undefined || row.content === null) return false
-    const { version, commit_ts } = row
     options.counts.reads++
-    return answer(response, admission, row.content, (bytes, requestId) => ({
-      etag: etag(version),
-      "last-modified": httpDate(Number(commit_ts)),
-      "content-type": jsonType,
-      "content-length": bytes,
-      "x-request-id": requestId
-    }))
+    return answerRead(response, admission, { version: row.version, commit_ts: row.commit_ts, content: row.content })
   }
 
   const handler = (request: IncomingMessage, response: ServerResponse, admission: Admission): boolean => {
     if (request.method !== "GET") return false
-    const match = readPath.exec(request.url ?? "")
-    if (match !== null) return read(request, response, admission, match)
+    const target = fastReadTarget(request, admission, options.catalog())
+    if (target !== undefined) return read(response, admission, target)
     const found = search(request, admission.principal)
     if (found === undefined) return false
     options.counts.searches++

@@ -64,7 +64,9 @@ for (const { kind, skip } of kinds) {
           expect((yield* send("writerA", "POST", "Observation", observation("x", "pa", laboratory, "servers-write"))).status).toBe(201)
         }))
 
-      if (kind === "sqlite") {
+      {
+        // A SQLite file has the fast read and the fast search; Postgres the fast read.
+        const searchesFast = kind === "sqlite" ? 1 : 0
         it.effect("the fast path answers a whole grant and declines a restricted one, which the general path answers", () =>
           Effect.gen(function*() {
             const start = (yield* fastCounts)!
@@ -80,7 +82,7 @@ for (const { kind, skip } of kinds) {
             expect(matches(yield* send("userObservations", "GET", "Observation?code=b-lab"))).toEqual(["Observation/ob-lab"])
             const after = (yield* fastCounts)!
             expect(after.reads - start.reads).toBe(2)
-            expect(after.searches - start.searches).toBe(1)
+            expect(after.searches - start.searches).toBe(searchesFast)
             // A whole grant on the type, restricted elsewhere: a chain declines (it would reach restricted types).
             expect(matches(yield* send("userObservations", "GET", "Observation?subject:Patient.name=Bee"))).toEqual([])
             expect((yield* fastCounts)!.searches).toBe(after.searches)

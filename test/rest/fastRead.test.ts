@@ -1,5 +1,6 @@
 /**
- * The fast read (src/rest/fastRead.ts) answers `GET /fhir/{type}/{id}` exactly as the general path does:
+ * The fast read (src/rest/fastRead.ts on a SQLite file, src/rest/fastReadPg.ts on Postgres) answers
+ * `GET /fhir/{type}/{id}` exactly as the general path does:
  * the same status, headers in the same order, the same bytes and the same request log line. A query string
  * (even an empty one) always takes the general path, so each read is compared with its `?` twin.
  */
@@ -21,6 +22,9 @@ const stable = (reply: RawReply) => reply.headers.filter(([name]) => !varying.ha
 const requestLines = (lines: ReadonlyArray<string>, requestId: string) =>
   lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line["request_id"] === requestId)
 
+/** How many reads the fast path has answered (undefined where there is none: the in-memory database). */
+const fastReads = (url: string) => Effect.map(call("GET", `${url}/healthz?verbose=1`), (reply) => reply.json.fast_path?.reads as number | undefined)
+
 const patient = { resourceType: "Patient", name: [{ family: "Ærøskøbing", given: ["Zoë"] }], birthDate: "1980-02-29" }
 
 for (const backend of backends) {
@@ -32,8 +36,14 @@ for (const backend of backends) {
           const created = yield* call("POST", `${base}/Patient`, { body: patient })
           expect(created.status).toBe(201)
           const url = `${base}/Patient/${created.json.id}`
+          const serverUrl = (yield* Server).url
+          const before = yield* fastReads(serverUrl)
           const fast = yield* raw("GET", url, { "x-request-id": "fast-1" })
+          // A SQLite file and Postgres answer it on their fast read; the in-memory database has none.
+          const after = yield* fastReads(serverUrl)
+          expect(backend.kind === "memory" ? after : after! - before!).toBe(backend.kind === "memory" ? undefined : 1)
           const general = yield* raw("GET", `${url}?`, { "x-request-id": "general-1" })
+          expect(yield* fastReads(serverUrl)).toBe(after)
           expect(fast.status).toBe(200)
           expect(fast.body.equals(general.body)).toBe(true)
           expect(fast.body.toString("utf8")).toBe(created.text)
