@@ -26,7 +26,7 @@ import { type HttpServer, HttpServerRequest, type HttpServerResponse } from "@ef
 import * as RootRoutes from "../http/RootRoutes.ts"
 import { type EdgeOptions, listen, type ListenOptions, ServingApp } from "../http/Server.ts"
 import { type FastCounts, installFastRead } from "../rest/fastRead.ts"
-import { installFastReadPg } from "../rest/fastReadPg.ts"
+import { installFastPg } from "../rest/fastPg.ts"
 import * as FhirApp from "../rest/FhirApp.ts"
 import { basePath } from "../rest/Rest.ts"
 import { parseBind } from "../config/Setting.ts"
@@ -261,8 +261,9 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       }
       yield* installFastRead(fast, options, databaseScope).pipe(Effect.provide(services))
     } else if (db.pgPool !== undefined) {
-      // Reads by id on Postgres (src/rest/fastReadPg.ts), on the server's own pool.
-      yield* installFastReadPg(fast, db.pgPool, fastCounts, databaseScope).pipe(Effect.provide(services))
+      // Reads by id and searches on Postgres (src/rest/fastPg.ts), on the server's own pool.
+      const options = { pool: db.pgPool, sql: db.writer, publicUrl: config.server.public_url, maxPageBytes: config.server.max_page_bytes, counts: fastCounts }
+      yield* installFastPg(fast, options, databaseScope).pipe(Effect.provide(services))
     }
     yield* Effect.logInfo("serving", { database: config.database.kind })
     const started: Started = {

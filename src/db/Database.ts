@@ -63,7 +63,7 @@ export class Database extends Context.Tag("svc/db/Database")<Database, {
   /** A one-row query on a reader. */
   readonly probe: Effect.Effect<void, DatabaseError>
   readonly stats: Effect.Effect<DatabaseStats>
-  /** Postgres: the pool itself, for the fast read (src/rest/fastReadPg.ts), which runs its statement outside any fiber. */
+  /** Postgres: the pool itself, for the fast read (src/rest/fastPg.ts), which runs its statement outside any fiber. */
   readonly pgPool?: pg.Pool
 }>() {}
 

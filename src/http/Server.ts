@@ -113,7 +113,7 @@ export const edge = (options: EdgeOptions, door: FrontDoor.FrontDoor) =>
 /**
  * A handler that answers an admitted request itself, outside any fiber, and returns true, or declines it
  * (false) for the edge above. Only the hottest interactions have one (`src/rest/fastRead.ts`,
- * `src/rest/fastReadPg.ts`), and each must answer exactly as the edge would: same status, headers and body. It
+ * `src/rest/fastPg.ts`), and each must answer exactly as the edge would: same status, headers and body. It
  * sets the admission's `status` and `bytesOut`, from which the front door writes the request log line. One that
  * answers later (its statement runs on a Postgres connection) takes the request (true) and, when it finds it
  * cannot answer after all, hands it to the edge with `decline` (once, before writing anything).

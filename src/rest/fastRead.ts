@@ -47,7 +47,7 @@ const acceptsJson = (accept: string | undefined): boolean => {
  * The type and id of `GET /fhir/{type}/{id}` when a fast read may answer it exactly as the general path would
  * (no query string, no conditional headers, no body, JSON asked for, a type the catalog knows, a caller who may
  * read every resource of the type: docs/smart.md, "Scopes"); undefined otherwise. Shared by the SQLite and the
- * Postgres fast reads (fastReadPg.ts).
+ * Postgres fast reads (fastPg.ts).
  */
 export const fastReadTarget = (request: IncomingMessage, admission: Admission, catalog: Catalog): { readonly type: string; readonly id: string } | undefined => {
   if (request.method !== "GET") return undefined
@@ -73,6 +73,9 @@ const answer = (response: ServerResponse, admission: Admission, content: string,
   response.end(content)
   return true
 }
+
+/** The answer to a search: its Bundle's text, with the headers the general path gives. */
+export const answerSearch = (response: ServerResponse, admission: Admission, text: string) => answer(response, admission, text, searchHeaders)
 
 /** The answer to a read of the current version `row`, with the headers the general path gives (rest/read.ts). */
 export const answerRead = (response: ServerResponse, admission: Admission, row: { readonly version: number; readonly commit_ts: number | string; readonly content: string }) =>
@@ -143,7 +146,7 @@ export const openFastRead = (options: FastReadOptions): FastRead => {
     const found = search(request, admission.principal)
     if (found === undefined) return false
     options.counts.searches++
-    return answer(response, admission, found, searchHeaders)
+    return answerSearch(response, admission, found)
   }
 
   return { handler, close: () => db.close() }

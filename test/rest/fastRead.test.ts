@@ -1,5 +1,5 @@
 /**
- * The fast read (src/rest/fastRead.ts on a SQLite file, src/rest/fastReadPg.ts on Postgres) answers
+ * The fast read (src/rest/fastRead.ts on a SQLite file, src/rest/fastPg.ts on Postgres) answers
  * `GET /fhir/{type}/{id}` exactly as the general path does:
  * the same status, headers in the same order, the same bytes and the same request log line. A query string
  * (even an empty one) always takes the general path, so each read is compared with its `?` twin.
