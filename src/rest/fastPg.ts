@@ -7,17 +7,17 @@
  *
  * The statements answer later than the request arrives, so the handler takes the request and, when the
  * resource is missing or deleted or a statement fails (no connection free within the pool's wait, the statement
- * deadline), hands it to the general path (`decline`), which answers it as it always does (404, 410, 503).
+ * deadline, a cancel), hands it to the general path (`decline`), which answers it as it always does (404, 410,
+ * 503; a request that found no connection free waits for one again there). A client that goes away has its
+ * statement cancelled, as on the general path.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
-import { Effect, Option, type Scope, Stream } from "effect"
+import { Effect, type Scope } from "effect"
+import type { ServerResponse } from "node:http"
 import type pg from "pg"
-import type { Catalog } from "../catalog/Catalog.ts"
-import { CatalogService } from "../catalog/CatalogService.ts"
 import type { FastHandler, FastSlot } from "../http/Server.ts"
-import { Backfill } from "../search/Backfill.ts"
-import { answerRead, answerSearch, type FastCounts, fastReadTarget } from "./fastRead.ts"
+import { answerRead, answerSearch, type FastCounts, fastReadTarget, followServed } from "./fastRead.ts"
 import { answerPlanLater, type FastSearchPlanning, planFastSearch, preparedLimit, textHash } from "./fastSearch.ts"
 
 interface Row {
@@ -55,24 +55,46 @@ export const fastPg = (options: FastPgOptions): FastHandler => {
     names.set(name, text)
     return name
   }
-  const all = async <A>(statement: Statement.Statement<A>): Promise<ReadonlyArray<A>> => {
+  const allOn = (client: pg.PoolClient) => async <A>(statement: Statement.Statement<A>): Promise<ReadonlyArray<A>> => {
     const [text, values] = statement.compile()
     const name = nameOf(text)
-    const result = await pool.query({ ...(name === undefined ? {} : { name }), text, values: values as Array<unknown> })
+    const result = await client.query({ ...(name === undefined ? {} : { name }), text, values: values as Array<unknown> })
     return result.rows as ReadonlyArray<A>
+  }
+
+  /**
+   * Runs `f` on a connection of the pool, handed back after. A client that goes away before the answer has the
+   * statement cancelled, as the general path does (src/db/postgresOpen.ts: the cancel goes on a connection of
+   * its own, and this one is closed once it has gone through).
+   */
+  const onConnection = async <A>(response: ServerResponse, f: (client: pg.PoolClient) => Promise<A>): Promise<A> => {
+    const client = await pool.connect()
+    const pid: unknown = Reflect.get(client, "processID")
+    const gone = () => {
+      if (typeof pid === "number") pool.query(`SELECT pg_cancel_backend(${pid})`, () => undefined)
+    }
+    response.once("close", gone)
+    try {
+      return await f(client)
+    } finally {
+      response.off("close", gone)
+      client.release()
+    }
   }
 
   return (request, response, admission, decline) => {
     const target = fastReadTarget(request, admission, options.catalog())
     if (target !== undefined) {
-      pool.query<Row>({ ...currentVersion, values: [target.type, target.id] }).then(
+      onConnection(response, (client) => client.query<Row>({ ...currentVersion, values: [target.type, target.id] })).then(
         (result) => {
+          // A client that went away was logged by the front door (499): nothing is left to answer.
+          if (admission.closed) return
           const row = result.rows[0]
           if (row === undefined || row.content === null) return decline()
           counts.reads++
           answerRead(response, admission, { version: row.version, commit_ts: row.commit_ts, content: row.content })
         },
-        () => decline()
+        () => admission.closed ? undefined : decline()
       )
       return true
     }
@@ -83,12 +105,14 @@ export const fastPg = (options: FastPgOptions): FastHandler => {
       return false
     }
     if (plan === undefined) return false
-    answerPlanLater(plan, all).then(
+    const planned = plan
+    onConnection(response, (client) => answerPlanLater(planned, allOn(client))).then(
       (text) => {
+        if (admission.closed) return
         counts.searches++
         answerSearch(response, admission, text)
       },
-      () => decline()
+      () => admission.closed ? undefined : decline()
     )
     return true
   }
@@ -105,25 +129,8 @@ export const installFastPg = (
   scope: Scope.Scope
 ) =>
   Effect.gen(function*() {
-    const catalogs = yield* CatalogService
     const clock = yield* Effect.clock
-    const served: { catalog: Catalog; indexing: boolean } = { catalog: yield* catalogs.get, indexing: false }
-    yield* catalogs.changes.pipe(
-      Stream.runForEach((catalog) => Effect.sync(() => void (served.catalog = catalog))),
-      Effect.forkIn(scope)
-    )
-    const backfill = yield* Effect.serviceOption(Backfill)
-    if (Option.isSome(backfill)) {
-      yield* backfill.value.changes.pipe(
-        Stream.runForEach((progress) => Effect.sync(() => void (served.indexing = progress.running))),
-        Effect.forkIn(scope)
-      )
-    }
-    slot.current = fastPg({
-      ...options,
-      catalog: () => served.catalog,
-      indexing: () => served.indexing,
-      nowMillis: () => clock.unsafeCurrentTimeMillis()
-    })
+    const served = yield* followServed(scope)
+    slot.current = fastPg({ ...options, ...served, nowMillis: () => clock.unsafeCurrentTimeMillis() })
     yield* Effect.addFinalizer(() => Effect.sync(() => void (slot.current = undefined)))
   })

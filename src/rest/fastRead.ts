@@ -153,19 +153,12 @@ export const openFastRead = (options: FastReadOptions): FastRead => {
 }
 
 /**
- * Puts the fast read (and search) in `slot` while the server is serving a SQLite file, following the catalog
- * as it is rebuilt and the backfill's progress. Its connection closes with `scope` (the database's); the slot
- * is emptied first, when the current scope closes. When the connection cannot be opened, reads and searches
- * simply take the general path.
+ * What a fast path follows while the server serves (until `scope` closes): the catalog as it is rebuilt, and
+ * whether the backfill is rebuilding a search index now.
  */
-export const installFastRead = (
-  slot: FastSlot,
-  options: Omit<FastReadOptions, "catalog" | "clock" | "indexing">,
-  scope: Scope.Scope
-) =>
+export const followServed = (scope: Scope.Scope) =>
   Effect.gen(function*() {
     const catalogs = yield* CatalogService
-    const clock = yield* Effect.clock
     const served = { catalog: yield* catalogs.get, indexing: false }
     yield* catalogs.changes.pipe(
       Stream.runForEach((catalog) => Effect.sync(() => void (served.catalog = catalog))),
@@ -178,9 +171,24 @@ export const installFastRead = (
         Effect.forkIn(scope)
       )
     }
-    const opened = yield* Effect.try(() =>
-      openFastRead({ ...options, clock, catalog: () => served.catalog, indexing: () => served.indexing })
-    ).pipe(
+    return { catalog: (): Catalog => served.catalog, indexing: (): boolean => served.indexing }
+  })
+
+/**
+ * Puts the fast read (and search) in `slot` while the server is serving a SQLite file, following the catalog
+ * as it is rebuilt and the backfill's progress. Its connection closes with `scope` (the database's); the slot
+ * is emptied first, when the current scope closes. When the connection cannot be opened, reads and searches
+ * simply take the general path.
+ */
+export const installFastRead = (
+  slot: FastSlot,
+  options: Omit<FastReadOptions, "catalog" | "clock" | "indexing">,
+  scope: Scope.Scope
+) =>
+  Effect.gen(function*() {
+    const clock = yield* Effect.clock
+    const served = yield* followServed(scope)
+    const opened = yield* Effect.try(() => openFastRead({ ...options, clock, ...served })).pipe(
       Effect.tap((fast) => Scope.addFinalizer(scope, Effect.sync(fast.close))),
       Effect.tapError((error) => Effect.logWarning("reads take the general path: the fast read's connection did not open", { error: String(error.error) })),
       Effect.option
