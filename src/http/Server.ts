@@ -116,9 +116,14 @@ export const edge = (options: EdgeOptions, door: FrontDoor.FrontDoor) =>
  * `src/rest/fastPg.ts`), and each must answer exactly as the edge would: same status, headers and body. It
  * sets the admission's `status` and `bytesOut`, from which the front door writes the request log line. One that
  * answers later (its statement runs on a Postgres connection) takes the request (true) and, when it finds it
- * cannot answer after all, hands it to the edge with `decline` (once, before writing anything).
+ * cannot answer after all, hands it to the edge with `decline(request, response)` (once, before writing anything).
  */
-export type FastHandler = (request: IncomingMessage, response: ServerResponse, admission: FrontDoor.Admission, decline: () => void) => boolean
+export type FastHandler = (
+  request: IncomingMessage,
+  response: ServerResponse,
+  admission: FrontDoor.Admission,
+  decline: (request: IncomingMessage, response: ServerResponse) => void
+) => boolean
 
 /** The fast handler in use: set while serving, read by the Node request listener (which is not a fiber). */
 export interface FastSlot {
@@ -180,15 +185,16 @@ const makeNodeServer = (slot: FastSlot, relay: RelaySlot, traffic: Traffic, fron
   const probeDone = function(this: ServerResponse) {
     done(this)
   }
+  /** The edge's own listener (one function for every request, so that the fast path allocates none). */
+  const edge = (request: IncomingMessage, response: ServerResponse): boolean => Reflect.apply(emit, server, ["request", request, response])
   /** The front door, a fast handler, or the edge: a request served by this process. */
   const serve = (request: IncomingMessage, response: ServerResponse): boolean => {
     const admission = front.enter(request, response)
     if (admission === undefined) return true
     // A caller whose token is not resolved yet is the edge's to resolve.
     const fast = traffic.draining || !isResolved(admission.principal) ? undefined : slot.current
-    const edge = () => Reflect.apply(emit, server, ["request", request, response])
     if (fast !== undefined && fast(request, response, admission, edge)) return true
-    return edge()
+    return edge(request, response)
   }
   const frontFirst = (event: string | symbol, ...args: Array<unknown>): boolean => {
     if (event === "request") {

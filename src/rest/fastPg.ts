@@ -90,11 +90,11 @@ export const fastPg = (options: FastPgOptions): FastHandler => {
           // A client that went away was logged by the front door (499): nothing is left to answer.
           if (admission.closed) return
           const row = result.rows[0]
-          if (row === undefined || row.content === null) return decline()
+          if (row === undefined || row.content === null) return decline(request, response)
           counts.reads++
           answerRead(response, admission, { version: row.version, commit_ts: row.commit_ts, content: row.content })
         },
-        () => admission.closed ? undefined : decline()
+        () => admission.closed ? undefined : decline(request, response)
       )
       return true
     }
@@ -112,7 +112,7 @@ export const fastPg = (options: FastPgOptions): FastHandler => {
         counts.searches++
         answerSearch(response, admission, text)
       },
-      () => admission.closed ? undefined : decline()
+      () => admission.closed ? undefined : decline(request, response)
     )
     return true
   }
