@@ -21,7 +21,7 @@ import { Data, Deferred, Duration, Effect, Exit, type Scope, Schema } from "effe
 import type pg from "pg"
 import { openSession } from "./postgresOpen.ts"
 import { causeText, DatabaseOpenError } from "./errors.ts"
-import { LeaseLost, WriterLease } from "./WriterLease.ts"
+import { type CommitRow, LeaseLost, WriterLease } from "./WriterLease.ts"
 import { maskUrl } from "./postgresTls.ts"
 
 /** How long a lease lasts without renewal, how often its holder renews it, how often a standby tries to take it. */
@@ -147,20 +147,21 @@ export const check = (holder: string, epoch: number) => (sql: SqlClient.SqlClien
   )
 
 /**
- * The last statement of a write transaction that changes resources: its row of the change log, written only while
- * the row of the lease is this holder's at this epoch, which it locks against a take-over until COMMIT. A commit
- * costs one statement for the lease and its log row together.
+ * The last statement of a write transaction that changes resources: its commits' rows of the change log (one, or
+ * several in a group commit), written only while the row of the lease is this holder's at this epoch, which it
+ * locks against a take-over until COMMIT. A transaction costs one statement for the lease and its log rows together.
  */
 export const recordCommit = (holder: string, epoch: number) =>
-(sql: SqlClient.SqlClient, commitTs: number, actor: string, requestId: string | null) =>
+(sql: SqlClient.SqlClient, commits: ReadonlyArray<CommitRow>) =>
   Effect.flatMap(
-    sql<{ commit_ts: string }>`
-      INSERT INTO svc_commits (commit_ts, actor, request_id)
-      SELECT ${commitTs}, ${actor}, ${requestId} FROM (
-        SELECT 1 FROM svc_writer_lease WHERE id = 1 AND holder = ${holder} AND epoch = ${epoch} FOR SHARE
-      ) AS held
+    sql.unsafe<{ commit_ts: string }>(
+      `INSERT INTO svc_commits (commit_ts, actor, request_id)
+      SELECT c.commit_ts, c.actor, c.request_id FROM unnest($1::bigint[], $2::text[], $3::text[]) AS c(commit_ts, actor, request_id),
+        (SELECT 1 FROM svc_writer_lease WHERE id = 1 AND holder = $4 AND epoch = $5 FOR SHARE) AS held
       RETURNING commit_ts`,
-    (rows) => rows.length === 1 ? Effect.void : Effect.fail(new LeaseLost({ reason: "another process took the writer lease: this one commits nothing more" }))
+      [commits.map((c) => c.commitTs), commits.map((c) => c.actor), commits.map((c) => c.requestId), holder, epoch]
+    ),
+    (rows) => rows.length === commits.length ? Effect.void : Effect.fail(new LeaseLost({ reason: "another process took the writer lease: this one commits nothing more" }))
   )
 
 /** A lease this process holds. */

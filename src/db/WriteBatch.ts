@@ -65,14 +65,58 @@ export const insertMany = (
   return Effect.forEach(chunks, (chunk) => Effect.zipRight(sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`, pacer.step(chunk.length)), { discard: true })
 }
 
+/** A batch's rows at a point (`WriteBatch.mark`). */
+export interface BatchMark {
+  readonly tables: ReadonlyMap<string, Array<Record<string, unknown>>>
+  readonly lengths: ReadonlyMap<string, number>
+}
+
 export class WriteBatch {
   private tables = new Map<string, Array<Record<string, unknown>>>()
+
+  /** The resources (`type/id`) whose rows the batch holds, or held since its last flush. */
+  private resources = new Set<string>()
+
+  /** Notes that the rows added next are those of the resource `type/id` (`holds`). */
+  about(type: string, id: string): void {
+    this.resources.add(`${type}/${id}`)
+  }
+
+  /**
+   * Whether the batch may hold rows of `type/id`: a command that reads or replaces that resource's rows flushes
+   * the batch first (`settleFor` in src/store/commands.ts); one that reads no other needs no flush.
+   */
+  holds(type: string, id: string): boolean {
+    return this.resources.has(`${type}/${id}`)
+  }
 
   /** Notes a row for `table`; rows of a table are inserted in the order they were added. */
   add(table: string, row: Record<string, unknown>): void {
     const rows = this.tables.get(table)
     if (rows) rows.push(row)
     else this.tables.set(table, [row])
+  }
+
+  /**
+   * What the batch holds now, to `restore` if what comes next is rolled back: a savepoint's rollback also undoes
+   * an insert of these rows made after the mark (a flush), so they are held again rather than lost. Rows are
+   * only ever appended to a table's array until a flush lets go of all of them, so a mark is the arrays and
+   * their lengths, not a copy.
+   */
+  mark(): BatchMark {
+    const lengths = new Map<string, number>()
+    for (const [table, rows] of this.tables) lengths.set(table, rows.length)
+    return { tables: this.tables, lengths }
+  }
+
+  /** Back to `mark`: the rows added since are dropped, and those held then are held again if flushed since. */
+  restore(mark: BatchMark): void {
+    const held = new Map<string, Array<Record<string, unknown>>>()
+    for (const [table, length] of mark.lengths) {
+      const rows = mark.tables.get(table)!
+      if (length > 0) held.set(table, rows.length === length ? rows : rows.slice(0, length))
+    }
+    this.tables = held
   }
 
   get isEmpty(): boolean {
@@ -84,6 +128,7 @@ export class WriteBatch {
     if (this.tables.size === 0) return Effect.void
     const tables = this.tables
     this.tables = new Map()
+    this.resources = new Set()
     return Effect.forEach(tables, ([table, rows]) => insertMany(sql, table, rows), { discard: true })
   }
 }

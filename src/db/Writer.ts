@@ -8,10 +8,11 @@
  * cannot stop what follows a COMMIT.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Context, Effect, Fiber, FiberRef, Layer, Option, Ref } from "effect"
+import { Clock, Context, Deferred, Effect, Exit, Fiber, FiberRef, Layer, Option, Ref } from "effect"
 import { Database } from "./Database.ts"
 import { type Change, ChangeSink, inProcess, polling, type PollingOptions, systemOrigin, type WriteOrigin } from "./ChangeFeed.ts"
-import { type LeaseLost, WriterLease } from "./WriterLease.ts"
+import { WriteBatch } from "./WriteBatch.ts"
+import { type CommitRow, type LeaseLost, WriterLease } from "./WriterLease.ts"
 
 export type { Change } from "./ChangeFeed.ts"
 
@@ -26,6 +27,12 @@ export interface CommitContext {
   readonly commitTs: number
   /** Notes a change for the `Committed` event; nothing is published when the command fails. */
   readonly record: (change: Change) => void
+  /**
+   * In a group commit (see `groupLimit`), the group's batch of rows: a command adds its rows and leaves them there
+   * (the Writer inserts them before COMMIT, with the other commands' rows, a table at a time); a command that reads
+   * what it wrote flushes it first. Undefined when the command commits alone: it inserts its own rows.
+   */
+  readonly writes?: WriteBatch
 }
 
 export interface Result<A> {
@@ -56,10 +63,15 @@ export class Writer extends Context.Tag("svc/db/Writer")<Writer, {
  */
 export class CommitHook extends Context.Tag("svc/db/CommitHook")<CommitHook, ((
   sql: Database["Type"]["writer"],
-  commitTs: number,
-  origin: WriteOrigin,
-  changes: ReadonlyArray<Change>
+  commits: ReadonlyArray<CommitChanges>
 ) => Effect.Effect<void, SqlError>) | undefined>() {}
+
+/** What one commit changed, for the CommitHook: a transaction holds one, or several in a group commit. */
+export interface CommitChanges {
+  readonly commitTs: number
+  readonly origin: WriteOrigin
+  readonly changes: ReadonlyArray<Change>
+}
 
 /**
  * SQLite's WAL is copied back into the database file (a checkpoint, with its fsync of the file) by the
@@ -77,8 +89,29 @@ interface Job {
   /** Its caller was interrupted. */
   cancelled: boolean
   /** Where it runs, once it does. */
-  fiber: Fiber.RuntimeFiber<void> | undefined
+  fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
+  /** A commit that may share its transaction with the commits queued beside it (`groupLimit`). */
+  readonly grouped?: Grouped
+  /** In a group: done once the command's outcome is final (it failed, or the group's transaction ended). */
+  settled?: Deferred.Deferred<void>
 }
+
+/** A commit as a group runs it: its command, for whom, with the caller's services, and where its answer goes. */
+interface Grouped {
+  readonly command: (context: CommitContext) => Effect.Effect<unknown, unknown, unknown>
+  readonly origin: WriteOrigin
+  readonly context: Context.Context<never>
+  readonly resume: (exit: Exit.Exit<Result<unknown>, unknown>) => void
+}
+
+/**
+ * Commits queued together that one transaction takes at most (group commit; docs/database.md, "Group commit"):
+ * each command runs in a savepoint of its own, so one that fails rolls back alone, and the rows they batch,
+ * their audit rows and their rows of the change log are written a table at a time, with one lease check and
+ * one COMMIT for all. Each keeps its own commit timestamp and `Committed` event. Postgres subtransactions
+ * beyond 64 in one transaction spill out of each backend's cache: a group stays well under.
+ */
+export const groupLimit = 32
 
 /** Commands waiting beyond this many make their callers wait to queue theirs. */
 const queueCapacity = 4096
@@ -93,6 +126,9 @@ export const make = Effect.gen(function*() {
   const leaseService = Option.getOrUndefined(yield* Effect.serviceOption(WriterLease))
   const lease = (changes?: number) => (leaseService === undefined ? Effect.void : leaseService.check(sql, changes))
   const recordCommit = leaseService?.recordCommit
+  // Where a statement is a round trip to another process (Postgres), queued commits share a transaction; a
+  // lease without `recordCommit` (a replica's, which refuses changes at the last check) commits one at a time.
+  const grouping = db.dialect === "pg" && recordCommit !== undefined
   if (db.dialect === "sqlite") yield* sql.unsafe(`PRAGMA wal_autocheckpoint = ${walAutocheckpointPages}`)
   const rows = yield* sql<{ readonly ts: number | string | null }>`
     SELECT max(ts) AS ts FROM (
@@ -105,43 +141,125 @@ export const make = Effect.gen(function*() {
   const sink = yield* ChangeSink
   const hook = Option.getOrUndefined(yield* Effect.serviceOption(CommitHook))
 
+  /** The rows of the change log of `commits` and the lease's last check, as the transaction's last statements. */
+  const finish = (commits: ReadonlyArray<CommitChanges>) => {
+    const changed = commits.filter((commit) => commit.changes.length > 0)
+    if (changed.length === 0) return lease(0)
+    const rows: Array<CommitRow> = changed.map((commit) => ({ commitTs: commit.commitTs, actor: commit.origin.actor, requestId: commit.origin.requestId }))
+    if (recordCommit !== undefined) return recordCommit(sql, rows)
+    return Effect.zipRight(
+      Effect.forEach(rows, (row) =>
+        sql`
+          INSERT INTO svc_commits (commit_ts, actor, request_id)
+          VALUES (${row.commitTs}, ${row.actor}, ${row.requestId})`, { discard: true }),
+      lease(changed.reduce((sum, commit) => sum + commit.changes.length, 0))
+    )
+  }
+
+  /** What follows a COMMIT, for each commit it made: run whole, whoever waits for it. */
+  const committed = (commit: CommitChanges) =>
+    Effect.zipRight(
+      Effect.zipRight(Ref.set(last, commit.commitTs), Ref.update(count, (n) => n + 1)),
+      commit.changes.length === 0
+        ? Effect.void
+        : sink.publish({ _tag: "Committed", commitTs: commit.commitTs, actor: commit.origin.actor, requestId: commit.origin.requestId, changes: commit.changes })
+    )
+
+  const nextTs = Effect.flatMap(Clock.currentTimeNanos, (now) => Effect.map(Ref.get(last), (previous) => nextCommitTs(Number(now / 1000n), previous)))
+
   /** One commit, on the actor's turn: only the command may be interrupted, before COMMIT. */
   const run = <A, E, R>(command: (context: CommitContext) => Effect.Effect<A, E, R>, origin: WriteOrigin) =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
-        const now = yield* Clock.currentTimeNanos
-        const commitTs = nextCommitTs(Number(now / 1000n), yield* Ref.get(last))
+        const commitTs = yield* nextTs
         const changes: Array<Change> = []
+        const commit: CommitChanges = { commitTs, origin, changes }
         // The transaction rolls back when the command fails or is interrupted; the lease is checked before
         // the command and again right before COMMIT, after the commit's audit rows and its row of the change log.
         // A lease that records the commit's row itself checks once, in that statement (PostgresLease.ts).
         const value = yield* sql.withTransaction(
           (recordCommit === undefined ? lease() : Effect.void).pipe(
             Effect.zipRight(restore(command({ commitTs, record: (change) => void changes.push(change) }))),
-            Effect.tap(() => hook === undefined || changes.length === 0 ? Effect.void : hook(sql, commitTs, origin, changes)),
-            Effect.tap(() =>
-              changes.length === 0
-                ? lease(0)
-                : recordCommit !== undefined
-                ? recordCommit(sql, commitTs, origin.actor, origin.requestId)
-                : Effect.zipRight(
-                  sql`
-                    INSERT INTO svc_commits (commit_ts, actor, request_id)
-                    VALUES (${commitTs}, ${origin.actor}, ${origin.requestId})`,
-                  lease(changes.length)
-                )
-            )
+            Effect.tap(() => hook === undefined || changes.length === 0 ? Effect.void : hook(sql, [commit])),
+            Effect.tap(() => finish([commit]))
           )
         )
         // Committed: what follows runs whole, whoever waits for it.
-        yield* Ref.set(last, commitTs)
-        yield* Ref.update(count, (n) => n + 1)
-        if (changes.length > 0) {
-          yield* sink.publish({ _tag: "Committed", commitTs, actor: origin.actor, requestId: origin.requestId, changes })
-        }
+        yield* committed(commit)
         return { value, commitTs }
       })
     )
+
+  /**
+   * Several commits in one transaction (`groupLimit`), in their order: each command in a savepoint of its own, on
+   * a fiber of its own so that its caller can interrupt it, with the group's batch of rows. One that fails is
+   * rolled back to its savepoint (its rows taken out of the batch) and answered at once; the others are answered
+   * after COMMIT, or all with the transaction's failure when it fails (the batch's insert, the audit rows, the
+   * lease's check).
+   */
+  const runGroup = (group: ReadonlyArray<Job>) =>
+    Effect.gen(function*() {
+      const batch = new WriteBatch()
+      const done: Array<{ readonly job: Job; readonly commit: CommitChanges; readonly value: unknown }> = []
+      // Jobs whose outcome is final before the group's transaction ends (failed, or given up before they ran).
+      const settledEarly = new Set<Job>()
+      let previous = yield* Ref.get(last)
+      const transaction = Effect.gen(function*() {
+        for (const job of group) {
+          const grouped = job.grouped!
+          if (job.cancelled) {
+            settledEarly.add(job)
+            yield* Deferred.succeed(job.settled!, undefined)
+            continue
+          }
+          const now = yield* Clock.currentTimeNanos
+          const commitTs = nextCommitTs(Number(now / 1000n), previous)
+          const changes: Array<Change> = []
+          const mark = batch.mark()
+          // The caller's services were given with its command (`submit`): it needs none of the actor's.
+          const command = Effect.provide(
+            grouped.command({ commitTs, record: (change) => void changes.push(change), writes: batch }),
+            grouped.context
+          ) as Effect.Effect<unknown, unknown>
+          const fiber = yield* Effect.fork(Effect.interruptible(sql.withTransaction(command)))
+          job.fiber = fiber
+          if (job.cancelled) yield* Fiber.interruptFork(fiber)
+          const exit = yield* Fiber.await(fiber)
+          if (Exit.isSuccess(exit)) {
+            previous = commitTs
+            done.push({ job, commit: { commitTs, origin: grouped.origin, changes }, value: exit.value })
+          } else {
+            batch.restore(mark)
+            settledEarly.add(job)
+            grouped.resume(exit as Exit.Exit<never, unknown>)
+            yield* Deferred.succeed(job.settled!, undefined)
+          }
+        }
+        yield* batch.flush(sql)
+        const commits = done.map((d) => d.commit)
+        if (hook !== undefined && commits.some((commit) => commit.changes.length > 0)) {
+          yield* hook(sql, commits.filter((commit) => commit.changes.length > 0))
+        }
+        yield* finish(commits)
+      })
+      const exit = yield* Effect.exit(sql.withTransaction(transaction))
+      for (const { commit, job, value } of done) {
+        if (Exit.isSuccess(exit)) {
+          yield* committed(commit)
+          job.grouped!.resume(Exit.succeed({ value, commitTs: commit.commitTs }))
+        } else {
+          job.grouped!.resume(exit as Exit.Exit<never, unknown>)
+        }
+        yield* Deferred.succeed(job.settled!, undefined)
+      }
+      // Those the transaction never reached (it failed to begin, or failed between commands) fail with it.
+      const finished = new Set(done.map((d) => d.job))
+      for (const job of group) {
+        if (finished.has(job) || settledEarly.has(job)) continue
+        job.grouped!.resume(Exit.isFailure(exit) ? exit as Exit.Exit<never, unknown> : Exit.die(new Error("a group commit ended without running this command")))
+        yield* Deferred.succeed(job.settled!, undefined)
+      }
+    }).pipe(Effect.uninterruptible)
 
   // The actor: one job at a time, each on a fiber of its own so that its caller can interrupt it. The queue is
   // a plain array with a resume function for the actor when it waits on an empty queue and for callers that
@@ -155,9 +273,23 @@ export const make = Effect.gen(function*() {
     waitingForRoom.shift()?.(Effect.void)
     return Effect.succeed(job)
   })
+  /** The commits queued right behind `first` that may share its transaction, taken off the queue. */
+  const groupOf = (first: Job): Array<Job> => {
+    const group = [first]
+    while (group.length < groupLimit && jobs.length > 0 && jobs[0]!.grouped !== undefined) {
+      group.push(jobs.shift()!)
+      waitingForRoom.shift()?.(Effect.void)
+    }
+    return group
+  }
   yield* Effect.gen(function*() {
     const job = yield* nextJob
     if (job.cancelled) return
+    const group = grouping && job.grouped !== undefined && jobs.length > 0 && jobs[0]!.grouped !== undefined ? groupOf(job) : undefined
+    if (group !== undefined) {
+      for (const member of group) member.settled = yield* Deferred.make<void>()
+      return yield* runGroup(group)
+    }
     const fiber = yield* Effect.fork(job.run)
     job.fiber = fiber
     // A caller interrupted just as its job started.
@@ -179,7 +311,7 @@ export const make = Effect.gen(function*() {
    * Queues `effect` for the actor and waits for it. It runs with the caller's services; a caller interrupted while it waits takes its job off the queue, or interrupts
    * it where it runs (which, for a commit, stops only the command before COMMIT) and waits for it to end.
    */
-  const submit = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  const submit = <A, E, R>(effect: Effect.Effect<A, E, R>, grouped?: (resume: (exit: Exit.Exit<A, E>) => void, context: Context.Context<R>) => Grouped): Effect.Effect<A, E, R> =>
     Effect.zipRight(room, Effect.flatMap(Effect.context<R>(), (context) =>
       // The caller's services; the rest of its fiber-local state is the actor's (copying all of it cost a
       // tenth of a create's time).
@@ -187,21 +319,32 @@ export const make = Effect.gen(function*() {
         const job: Job = {
           cancelled: false,
           fiber: undefined,
-          run: Effect.map(Effect.exit(Effect.provide(effect, context)), resume)
+          run: Effect.map(Effect.exit(Effect.provide(effect, context)), resume),
+          ...(grouped === undefined ? {} : { grouped: grouped(resume, context) })
         }
         jobs.push(job)
         const wake = idle
         idle = undefined
         wake?.(Effect.void)
-        // Run when the caller is interrupted: the job is skipped if it has not started, interrupted if it has.
+        // Run when the caller is interrupted: the job is skipped if it has not started, interrupted if it has
+        // (in a group, waited for until its outcome is final, as a commit alone is waited for to its end).
         return Effect.suspend(() => {
           job.cancelled = true
-          return job.fiber === undefined ? Effect.void : Effect.asVoid(Fiber.interrupt(job.fiber))
+          if (job.fiber === undefined) return Effect.void
+          const interrupted = Effect.asVoid(Fiber.interrupt(job.fiber))
+          return job.settled === undefined ? interrupted : Effect.zipRight(interrupted, Deferred.await(job.settled))
         })
       })))
 
   return Writer.of({
-    commit: (command) => Effect.flatMap(FiberRef.get(currentOrigin), (origin) => submit(run(command, origin))),
+    commit: (command) =>
+      Effect.flatMap(FiberRef.get(currentOrigin), (origin) =>
+        submit(run(command, origin), (resume, context) => ({
+          command: command as Grouped["command"],
+          origin,
+          context: context as Context.Context<never>,
+          resume: resume as Grouped["resume"]
+        }))),
     lastCommitTs: Ref.get(last),
     commits: Ref.get(count),
     exclusive: submit

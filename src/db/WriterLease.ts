@@ -27,13 +27,20 @@ export class WriterLease extends Context.Tag("svc/db/WriterLease")<WriterLease, 
    */
   readonly check: (sql: SqlClient.SqlClient, changes?: number) => Effect.Effect<void, LeaseLost | SqlError>
   /**
-   * When given, the last statement of a commit that changes resources: writes the commit's row of the change log
+   * When given, the last statement of a transaction that changes resources: writes its commits' rows of the change log
    * (`svc_commits`) only while the lease is held, and fails with LeaseLost otherwise, in one statement; the Writer
    * then makes no other check for that commit (before its command or after). Commits that change no resource are
    * checked with `check` before COMMIT.
    */
-  readonly recordCommit?: (sql: SqlClient.SqlClient, commitTs: number, actor: string, requestId: string | null) => Effect.Effect<void, LeaseLost | SqlError>
+  readonly recordCommit?: (sql: SqlClient.SqlClient, commits: ReadonlyArray<CommitRow>) => Effect.Effect<void, LeaseLost | SqlError>
 }>() {}
+
+/** A commit's row of the change log (`svc_commits`); a group commit writes several in one transaction. */
+export interface CommitRow {
+  readonly commitTs: number
+  readonly actor: string
+  readonly requestId: string | null
+}
 
 /** The lease of a process that alone can write its database (SQLite: the file lock held since start-up). */
 export const alwaysHeld = Layer.succeed(WriterLease, WriterLease.of({ check: () => Effect.void }))

@@ -75,6 +75,7 @@ export const putVersion = (
         INSERT INTO resource_versions (rkey, version, commit_ts, op, content)
         VALUES (${row.rkey}, ${row.version}, ${input.commitTs}, ${op}, ${content})`
     } else {
+      batch.about(input.type, input.id)
       batch.add("resource_versions", { rkey: row.rkey, version: row.version, commit_ts: input.commitTs, op, content })
     }
     return { rkey: Number(row.rkey), version: row.version, resource, content }
@@ -115,6 +116,7 @@ export const putVersions = (
       const row = keys.get(`${input.type}/${input.id}`)!
       const resource = withServerMeta(input.resource, input.id, row.version, commitTs)
       const content = stringifyJson(resource)
+      batch.about(input.type, input.id)
       batch.add("resource_versions", { rkey: row.rkey, version: row.version, commit_ts: commitTs, op: row.version === 1 ? "create" : "update", content })
       return { rkey: row.rkey, version: row.version, resource, content }
     })

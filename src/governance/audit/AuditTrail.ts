@@ -31,7 +31,8 @@ export class AuditKey extends Context.Tag("svc/governance/AuditKey")<AuditKey, R
 export const noAuditKey: Layer.Layer<AuditKey> = Layer.succeed(AuditKey, undefined)
 
 /**
- * The Writer's hook that appends one AuditEvent per changed resource in the commit's transaction; none when
+ * The Writer's hook that appends one AuditEvent per changed resource in the commits' transaction (one chain
+ * append for a group commit's commits); none when
  * `audit.enabled` is false. Built once at start-up, where it warns when the chain has no key.
  */
 export const commitHookLayer: Layer.Layer<CommitHook, never, GovernanceSettings | AuditKey | Database> = Layer.effect(
@@ -44,7 +45,8 @@ export const commitHookLayer: Layer.Layer<CommitHook, never, GovernanceSettings 
     if (key === undefined) {
       yield* Effect.logWarning("SVC_AUDIT_KEY is not set: the audit trail is chained with a plain hash, which catches mistakes but not a forger")
     }
-    return (sql, commitTs, origin, changes) => append(sql, db.dialect, key, changes.map((change) => packChange(commitTs, origin, change)))
+    return (sql, commits) =>
+      append(sql, db.dialect, key, commits.flatMap((commit) => commit.changes.map((change) => packChange(commit.commitTs, commit.origin, change))))
   })
 )
 
