@@ -48,7 +48,8 @@ const quick = flags.quick === true
 const settings = { seconds: quick ? 2 : 10, warmupSeconds: quick ? 1 : 5, copies: Number(flags.copies ?? 10), clients: Number(flags.clients ?? 4) }
 const measuredWorkloads: ReadonlyArray<LoadWorkload> = [searchToken as LoadWorkload, searchChain as LoadWorkload]
 /** The target: the median at the larger size over the median at 1x. */
-const maxGrowth = 1.5
+/** The most the median may grow from 1x to 10x: SQLite's target, and Postgres's tighter one (its issue asks 1.2x). */
+const maxGrowth = { sqlite: 1.5, postgres: 1.2 } as const
 const progress = (message: string) => console.error(`[scale] ${message}`)
 
 const loadCopiesOf = (url: string, bundles: ReadonlyArray<IngestBundle>, from: number, to: number): Promise<Loaded> =>
@@ -92,7 +93,7 @@ const scaleOn = async (backend: Backend, workDir: string, packages: Packages, bu
       const large = await measure(target, workload, requests[i]!, `${settings.copies}x`)
       const before = small[i]!
       const growth = large.medianMs / before.medianMs
-      rows.push({ workload: workload.name, backend: backend.kind, connections: workload.connections, small: before, large, growth, met: growth <= maxGrowth })
+      rows.push({ workload: workload.name, backend: backend.kind, connections: workload.connections, small: before, large, growth, met: growth <= maxGrowth[backend.kind] })
     }
     const loading = { resources: first.resources + rest.resources, seconds: first.seconds + rest.seconds, failed: first.failed + rest.failed, clients: settings.clients }
     return { rows, loading, peakRssMb: memory.lifetimePeakMb(), rssMb: memory.currentMb() }
@@ -132,7 +133,7 @@ const main = async (): Promise<void> => {
       row.workload, row.backend, String(row.connections),
       row.small.reqPerSec.toFixed(0), row.small.medianMs.toFixed(2), row.small.p99Ms.toFixed(2),
       row.large.reqPerSec.toFixed(0), row.large.medianMs.toFixed(2), row.large.p99Ms.toFixed(2),
-      `${row.growth.toFixed(2)}x`, `median ≤ ${maxGrowth}x of 1x: ${row.met ? "met" : "MISSED"}`
+      `${row.growth.toFixed(2)}x`, `median ≤ ${maxGrowth[row.backend as keyof typeof maxGrowth]}x of 1x: ${row.met ? "met" : "MISSED"}`
     ])
     const widths = header.map((title, c) => Math.max(title.length, ...body.map((cells) => cells[c]?.length ?? 0)))
     const line = (cells: ReadonlyArray<string>) => `| ${cells.map((cell, c) => (c >= 2 && c <= 9 ? cell.padStart(widths[c] ?? 0) : cell.padEnd(widths[c] ?? 0))).join(" | ")} |`

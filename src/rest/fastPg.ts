@@ -18,7 +18,7 @@ import type { ServerResponse } from "node:http"
 import type pg from "pg"
 import type { FastHandler, FastSlot } from "../http/Server.ts"
 import { answerRead, answerSearch, type FastCounts, fastReadTarget, followServed } from "./fastRead.ts"
-import { answerPlanLater, type FastSearchPlanning, planFastSearch, preparedLimit, textHash } from "./fastSearch.ts"
+import { answerPlanLater, type FastSearchPlanning, planFastSearch } from "./fastSearch.ts"
 
 interface Row {
   readonly version: number
@@ -44,21 +44,13 @@ export interface FastPgOptions extends FastSearchPlanning {
 /** The fast read and search on `options.pool`. */
 export const fastPg = (options: FastPgOptions): FastHandler => {
   const { pool, counts } = options
-  // A search's statement is named by its text (a search's text depends on its shape, not its values): the first
-  // `preparedLimit` texts are prepared on each connection that runs them; any later one is parsed each time.
-  const names = new Map<string, string>()
-  const nameOf = (text: string): string | undefined => {
-    const name = `svc_fs_${(textHash(text) >>> 0).toString(36)}_${text.length}`
-    const known = names.get(name)
-    if (known === text) return name
-    if (known !== undefined || names.size >= preparedLimit) return undefined
-    names.set(name, text)
-    return name
-  }
+  // A search's statement is not named: Postgres plans it for its values each time. A named statement is planned
+  // for no particular values after its fifth run, and that plan, costed for the average value, is ruinous for a
+  // common one: at 10x the Synthea data a token search for a common code read all 4,870 of its index entries and
+  // sorted them (64 ms) where the plan for the value reads the first 21 in order (2 ms). See docs/performance.md.
   const allOn = (client: pg.PoolClient) => async <A>(statement: Statement.Statement<A>): Promise<ReadonlyArray<A>> => {
     const [text, values] = statement.compile()
-    const name = nameOf(text)
-    const result = await client.query({ ...(name === undefined ? {} : { name }), text, values: values as Array<unknown> })
+    const result = await client.query(text, values as Array<unknown>)
     return result.rows as ReadonlyArray<A>
   }
 

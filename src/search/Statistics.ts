@@ -32,6 +32,13 @@ export class Statistics extends Context.Tag("svc/search/Statistics")<Statistics,
   readonly refreshes: SubscriptionRef.SubscriptionRef<number>
 }>() {}
 
+/** Whether this Postgres server runs no autovacuum (`autovacuum = off`); a failed look counts as on. */
+const autovacuumOff = (sql: Database["Type"]["writer"]) =>
+  sql<{ readonly autovacuum: string }>`SELECT current_setting('autovacuum') AS autovacuum`.pipe(
+    Effect.map((rows) => rows[0]?.autovacuum === "off"),
+    Effect.orElseSucceed(() => false)
+  )
+
 /** SQLite reads at most this many index entries per index: approximate, and quick on a large file. */
 const sqliteAnalysisLimit = 1000
 
@@ -42,10 +49,20 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
     const sql = db.writer
     const refreshes = yield* SubscriptionRef.make(0)
     const countResources = Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources`, (rows) => Number(rows[0]?.n ?? 0))
+    // Where autovacuum is off, nothing else marks the pages of new rows all-visible: an index-only scan then
+    // reads each row's table page too, and planning probes past rows it cannot yet tell are visible. The refresh
+    // then vacuums as well (VACUUM may not run in a transaction: one statement, its deadline lifted for it).
+    const vacuum = db.dialect === "pg" && (yield* autovacuumOff(sql))
     const analyze = db.dialect === "pg"
       // Postgres samples each table, and ANALYZE takes no lock that blocks reads or writes. The statement
       // deadline (database.statement_timeout_ms) is for requests: a large database may take longer.
-      ? sql.withTransaction(Effect.zipRight(sql`SET LOCAL statement_timeout = 0`, sql`ANALYZE`)).pipe(Effect.asVoid)
+      ? vacuum
+        ? Effect.scoped(Effect.flatMap(sql.reserve, (connection) =>
+          Effect.ensuring(
+            Effect.zipRight(connection.executeUnprepared("SET statement_timeout = 0", [], undefined), connection.executeUnprepared("VACUUM (ANALYZE)", [], undefined)),
+            Effect.ignore(connection.executeUnprepared("RESET statement_timeout", [], undefined))
+          ))).pipe(Effect.asVoid)
+        : sql.withTransaction(Effect.zipRight(sql`SET LOCAL statement_timeout = 0`, sql`ANALYZE`)).pipe(Effect.asVoid)
       : writer.exclusive(Effect.zipRight(sql.unsafe(`PRAGMA analysis_limit = ${sqliteAnalysisLimit}`), sql`ANALYZE`).pipe(Effect.asVoid))
     const sinceRefresh = yield* Ref.make(0)
     const atRefresh = yield* Ref.make(0)

@@ -70,9 +70,10 @@ const plainOneType = (search: ScopedSearch, condition: Fragment | undefined): Se
  * A page of one type's search read by walking the driving clause's index rows in row-key order (see
  * `orderedLookup`), stopping at the page's end: `FROM (rows) d JOIN resources r ... GROUP BY d.rkey ORDER BY
  * d.rkey`, every other criterion checked per candidate. SQLite reads `r.rkey IN (subquery)` by collecting every
- * match into a temporary index first, which costs as much as the matches are many. Undefined (plan the page with
- * `scopeCondition`) on Postgres, for several types, a given condition, `_sort`, `_filter`, or a driver whose rows
- * do not come in row-key order.
+ * match into a temporary index first, which costs as much as the matches are many; Postgres merged the matches
+ * with a walk over every resource in key order (the catalog's thousands first). Undefined (plan the page with
+ * `scopeCondition`) for several types, a given condition, `_sort`, `_filter`, or a driver whose rows do not
+ * come in row-key order.
  */
 export const orderedPage = (
   sql: SqlClient.SqlClient,
@@ -81,7 +82,6 @@ export const orderedPage = (
   condition?: Fragment,
   reach?: Reach
 ): { readonly rows: Fragment; readonly where: Fragment } | undefined => {
-  if (sql.onDialectOrElse({ sqlite: () => false, orElse: () => true })) return undefined
   const request = plainOneType(search, condition)
   if (request === undefined) return undefined
   const driver = pickDriver([...request.clauses, ...request.links])

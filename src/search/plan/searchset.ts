@@ -166,9 +166,20 @@ export const planSearch = (sql: SqlClient.SqlClient, input: SearchInput, scope: 
     } FROM resources r WHERE ${where}) x${cursor === undefined ? sql`` : sql` WHERE ${sql.and(past("x"))}`} ORDER BY ${orderByKeys(sql, keysOn("x"), backwards)} ${limit}`
     : ordered === undefined
     ? sql`SELECT r.rkey, r.type, r.id, r.version FROM resources r WHERE ${sql.and([where, ...past("r")])} ORDER BY r.rkey ${direction} ${limit}`
-    : sql`SELECT r.rkey, r.type, r.id, r.version FROM (${ordered.rows}) d JOIN resources r ON r.rkey = d.rkey WHERE ${
-      sql.and([ordered.where, ...past("d")])
-    } GROUP BY d.rkey ORDER BY d.rkey ${direction} ${limit}`
+    : sql.onDialectOrElse({
+      // Postgres: the driver's row keys, distinct and in order straight from its lookup index, each resource
+      // then looked up by its key and checked (LATERAL, kept from being turned into a join by OFFSET 0, which
+      // Postgres would merge with a walk over every resource in key order, the catalog's first).
+      pg: () =>
+        sql`SELECT r.rkey, r.type, r.id, r.version FROM (SELECT DISTINCT u.rkey FROM (${ordered.rows}) u ORDER BY u.rkey ${direction}) d CROSS JOIN LATERAL (
+          SELECT r.rkey, r.type, r.id, r.version FROM resources r WHERE r.rkey = d.rkey AND ${ordered.where} OFFSET 0) r${
+          cursor === undefined ? sql`` : sql` WHERE ${sql.and(past("d"))}`
+        } ORDER BY d.rkey ${direction} ${limit}`,
+      orElse: () =>
+        sql`SELECT r.rkey, r.type, r.id, r.version FROM (${ordered.rows}) d JOIN resources r ON r.rkey = d.rkey WHERE ${
+          sql.and([ordered.where, ...past("d")])
+        } GROUP BY d.rkey ORDER BY d.rkey ${direction} ${limit}`
+    })
   const page = summary === "count" ? undefined : bounded(rows)
   const total = wantTotal ? sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources r WHERE ${where}` : undefined
   const chain = summary === "count" || ordered !== undefined ? undefined : chainedPage(sql, query, now, condition, reach)
