@@ -27,6 +27,7 @@ import * as RootRoutes from "../http/RootRoutes.ts"
 import { type EdgeOptions, listen, type ListenOptions, ServingApp } from "../http/Server.ts"
 import { type FastCounts, installFastRead } from "../rest/fastRead.ts"
 import { installFastPg } from "../rest/fastPg.ts"
+import { ReadCache } from "../rest/readCache.ts"
 import * as FhirApp from "../rest/FhirApp.ts"
 import { basePath } from "../rest/Rest.ts"
 import { parseBind } from "../config/Setting.ts"
@@ -234,6 +235,7 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
     const probe = yield* cachedProbe(db.probe)
     // Reads and searches answered by the fast path on SQLite (src/rest/fastRead.ts), shown by `/healthz?verbose=1`.
     const fastCounts: FastCounts = { reads: 0, searches: 0 }
+    const readCache = config.database.kind === "postgres" && !replica ? new ReadCache() : undefined
     yield* Ref.set(slot, Option.some(app))
     const details = Effect.gen(function*() {
       const current = yield* catalogService.get
@@ -245,7 +247,7 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
         catalog: { generation: current.generation, resource_types: current.resourceTypes.length },
         search_index: progressDetails(yield* backfill.progress),
         ...(terminology === undefined ? {} : { terminology: yield* terminology }),
-        ...(config.database.kind === "memory" ? {} : { fast_path: { ...fastCounts } }),
+        ...(config.database.kind === "memory" ? {} : { fast_path: { ...fastCounts, ...(readCache === undefined ? {} : { read_cache: { ...readCache.size, hits: readCache.hits, misses: readCache.misses } }) } }),
         memory: { rss_bytes: process.memoryUsage.rss(), heap_used_bytes: v8.getHeapStatistics().used_heap_size, idle_collections: idle.collections, native_releases: idle.releases }
       }
     })
@@ -262,7 +264,15 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       yield* installFastRead(fast, options, databaseScope).pipe(Effect.provide(services))
     } else if (db.pgPool !== undefined) {
       // Reads by id and searches on Postgres (src/rest/fastPg.ts), on the server's own pool.
-      const options = { pool: db.pgPool, sql: db.writer, publicUrl: config.server.public_url, maxPageBytes: config.server.max_page_bytes, counts: fastCounts }
+      // The primary, the only process that writes resources, keeps the current versions read by id in memory.
+      const options = {
+        pool: db.pgPool,
+        sql: db.writer,
+        publicUrl: config.server.public_url,
+        maxPageBytes: config.server.max_page_bytes,
+        counts: fastCounts,
+        cache: replica ? undefined : readCache
+      }
       yield* installFastPg(fast, options, databaseScope).pipe(Effect.provide(services))
     }
     yield* Effect.logInfo("serving", { database: config.database.kind })

@@ -92,6 +92,12 @@ export class ChangeFeed extends Context.Tag("svc/db/ChangeFeed")<ChangeFeed, {
   readonly published: Effect.Effect<number>
   /** Waits until every commit up to `commitTs` has been published. */
   readonly settled: (commitTs: number) => Effect.Effect<void>
+  /**
+   * Calls `listener` with each commit as it is published, before the followers get it and, on a process that
+   * writes, before the commit's caller is answered; for the scope's life. It must be quick and must not fail
+   * (what it throws is dropped): the read cache of a Postgres primary (src/rest/readCache.ts).
+   */
+  readonly onPublish: (listener: (committed: Committed) => void) => Effect.Effect<void, never, Scope.Scope>
 }>() {}
 
 /** What the source of the feed (the Writer, or the poller) calls after each commit, in commit order. */
@@ -194,10 +200,18 @@ const logRetry = Schedule.exponential(Duration.millis(50), 2).pipe(Schedule.eith
 export const makeHub = (db: Database["Type"], startTs: number) =>
   Effect.gen(function*() {
     const followers = new Set<Follower>()
+    const listeners = new Set<(committed: Committed) => void>()
     const watermark = yield* SubscriptionRef.make(startTs)
 
     const publish = (committed: Committed) =>
       Effect.suspend(() => {
+        for (const listener of listeners) {
+          try {
+            listener(committed)
+          } catch {
+            // A listener's failure is its own; the feed goes on.
+          }
+        }
         for (const follower of followers) {
           if (!follower.behind && !follower.queue.unsafeOffer(committed)) follower.behind = true
         }
@@ -262,7 +276,9 @@ export const makeHub = (db: Database["Type"], startTs: number) =>
       pull,
       stream: (afterTs) => logStream(db, afterTs),
       published: SubscriptionRef.get(watermark),
-      settled
+      settled,
+      onPublish: (listener) =>
+        Effect.asVoid(Effect.acquireRelease(Effect.sync(() => listeners.add(listener)), () => Effect.sync(() => listeners.delete(listener))))
     })
     return { feed, sink: ChangeSink.of({ publish }) }
   })

@@ -2,8 +2,9 @@
  * `GET /fhir/{type}/{id}` of a current version and `GET /fhir/{type}?...` as JSON on Postgres, answered from the
  * Node request itself as on a SQLite file (fastRead.ts, fastSearch.ts): the same checks (`fastReadTarget`,
  * `planFastSearch`), the same statements, run on the server's pool as named statements (parsed once on each
- * connection, then only bound and run), the stored text written as it is, with the headers the general path
- * gives.
+ * connection, then planned for each run's values), the stored text written as it is, with the headers the
+ * general path gives. On the primary a read by id is answered from memory when the resource's
+ * current version is held there (readCache.ts).
  *
  * The statements answer later than the request arrives, so the handler takes the request and, when the
  * resource is missing or deleted or a statement fails (no connection free within the pool's wait, the statement
@@ -13,12 +14,14 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
-import { Effect, type Scope } from "effect"
+import { Effect, Scope } from "effect"
 import type { ServerResponse } from "node:http"
 import type pg from "pg"
 import type { FastHandler, FastSlot } from "../http/Server.ts"
 import { answerRead, answerSearch, type FastCounts, fastReadTarget, followServed } from "./fastRead.ts"
-import { answerPlanLater, type FastSearchPlanning, planFastSearch } from "./fastSearch.ts"
+import { answerPlanLater, type FastSearchPlanning, planFastSearch, preparedLimit, textHash } from "./fastSearch.ts"
+import { ChangeFeed } from "../db/ChangeFeed.ts"
+import type { ReadCache } from "./readCache.ts"
 
 interface Row {
   readonly version: number
@@ -39,18 +42,32 @@ export interface FastPgOptions extends FastSearchPlanning {
   readonly pool: pg.Pool
   /** Counted up for each answer. */
   readonly counts: FastCounts
+  /** The primary's current versions in memory (readCache.ts); none on a replica, which reads the database. */
+  readonly cache?: ReadCache | undefined
 }
 
 /** The fast read and search on `options.pool`. */
 export const fastPg = (options: FastPgOptions): FastHandler => {
-  const { pool, counts } = options
-  // A search's statement is not named: Postgres plans it for its values each time. A named statement is planned
-  // for no particular values after its fifth run, and that plan, costed for the average value, is ruinous for a
-  // common one: at 10x the Synthea data a token search for a common code read all 4,870 of its index entries and
-  // sorted them (64 ms) where the plan for the value reads the first 21 in order (2 ms). See docs/performance.md.
+  const { pool, counts, cache } = options
+  // A search's statement is named by its text (a search's text depends on its shape, not its values): the first
+  // `preparedLimit` texts are prepared on each connection that runs them, any later one is parsed each time. Each
+  // run is still planned for its values (the pool's connections have `plan_cache_mode = force_custom_plan`,
+  // src/db/postgresOpen.ts): a plan made once for no particular value, costed for the average one, is ruinous
+  // for a common one (at 10x the Synthea data a token search for a common code read all 4,870 of its index
+  // entries and sorted them, 64 ms, where the plan for the value reads the first 21 in order, 2 ms).
+  const names = new Map<string, string>()
+  const nameOf = (text: string): string | undefined => {
+    const name = `svc_fs_${(textHash(text) >>> 0).toString(36)}_${text.length}`
+    const known = names.get(name)
+    if (known === text) return name
+    if (known !== undefined || names.size >= preparedLimit) return undefined
+    names.set(name, text)
+    return name
+  }
   const allOn = (client: pg.PoolClient) => async <A>(statement: Statement.Statement<A>): Promise<ReadonlyArray<A>> => {
     const [text, values] = statement.compile()
-    const result = await client.query(text, values as Array<unknown>)
+    const name = nameOf(text)
+    const result = await client.query({ ...(name === undefined ? {} : { name }), text, values: values as Array<unknown> })
     return result.rows as ReadonlyArray<A>
   }
 
@@ -77,11 +94,20 @@ export const fastPg = (options: FastPgOptions): FastHandler => {
   return (request, response, admission, decline) => {
     const target = fastReadTarget(request, admission, options.catalog())
     if (target !== undefined) {
+      const held = cache?.get(target.type, target.id)
+      if (held !== undefined) {
+        counts.reads++
+        return answerRead(response, admission, held)
+      }
+      const ticket = cache?.ticket() ?? 0
       onConnection(response, (client) => client.query<Row>({ ...currentVersion, values: [target.type, target.id] })).then(
         (result) => {
+          const row = result.rows[0]
+          if (row !== undefined && row.content !== null) {
+            cache?.fill(target.type, target.id, { version: row.version, commit_ts: row.commit_ts, content: row.content }, ticket)
+          }
           // A client that went away was logged by the front door (499): nothing is left to answer.
           if (admission.closed) return
-          const row = result.rows[0]
           if (row === undefined || row.content === null) return decline(request, response)
           counts.reads++
           answerRead(response, admission, { version: row.version, commit_ts: row.commit_ts, content: row.content })
@@ -117,12 +143,25 @@ export const fastPg = (options: FastPgOptions): FastHandler => {
  */
 export const installFastPg = (
   slot: FastSlot,
-  options: { readonly pool: pg.Pool; readonly sql: SqlClient.SqlClient; readonly publicUrl: string | undefined; readonly maxPageBytes: number; readonly counts: FastCounts },
+  options: {
+    readonly pool: pg.Pool
+    readonly sql: SqlClient.SqlClient
+    readonly publicUrl: string | undefined
+    readonly maxPageBytes: number
+    readonly counts: FastCounts
+    /** Kept up to date from the change feed while `scope` lasts: the primary's. */
+    readonly cache?: ReadCache | undefined
+  },
   scope: Scope.Scope
 ) =>
   Effect.gen(function*() {
     const clock = yield* Effect.clock
     const served = yield* followServed(scope)
+    const cache = options.cache
+    if (cache !== undefined) {
+      const feed = yield* ChangeFeed
+      yield* Scope.extend(feed.onPublish((committed) => cache.apply(committed)), scope)
+    }
     slot.current = fastPg({ ...options, ...served, nowMillis: () => clock.unsafeCurrentTimeMillis() })
     yield* Effect.addFinalizer(() => Effect.sync(() => void (slot.current = undefined)))
   })

@@ -29,7 +29,7 @@ const searchPath = new RegExp(`^${basePath}/([A-Z][A-Za-z]{0,63})$`)
 const jsonType = contentTypeOf("json")
 
 /** Prepared statements kept per SQL text; a search's text depends on its shape, not its values. */
-const preparedLimit = 256
+export const preparedLimit = 256
 
 /** What planning a fast search needs. */
 export interface FastSearchPlanning {
@@ -139,7 +139,7 @@ export const makeFastSearch = (options: FastSearchOptions): FastSearch => {
 }
 
 /** FNV-1a of a statement's text: what prepared statements are kept by. */
-const textHash = (text: string): number => {
+export const textHash = (text: string): number => {
   let hash = 0x811c9dc5
   for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 16777619)
   return hash

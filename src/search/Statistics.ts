@@ -15,6 +15,7 @@ import { Database } from "../db/Database.ts"
 import { ChangeFeed } from "../db/ChangeFeed.ts"
 import { Writer } from "../db/Writer.ts"
 import { Backfill } from "./Backfill.ts"
+import { indexTables } from "./IndexWriter.ts"
 
 export interface StatisticsOptions {
   /** Changes that always ask for a refresh, however small the database. */
@@ -31,6 +32,9 @@ export class Statistics extends Context.Tag("svc/search/Statistics")<Statistics,
   /** Refreshes done since start, as it changes: a test or a status page can follow it. */
   readonly refreshes: SubscriptionRef.SubscriptionRef<number>
 }>() {}
+
+/** What the refresh vacuums where autovacuum is off: the tables searches read with index-only scans. */
+const vacuumedTables = ["resources", ...indexTables]
 
 /** Whether this Postgres server runs no autovacuum (`autovacuum = off`); a failed look counts as on. */
 const autovacuumOff = (sql: Database["Type"]["writer"]) =>
@@ -51,18 +55,23 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
     const countResources = Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources`, (rows) => Number(rows[0]?.n ?? 0))
     // Where autovacuum is off, nothing else marks the pages of new rows all-visible: an index-only scan then
     // reads each row's table page too, and planning probes past rows it cannot yet tell are visible. The refresh
-    // then vacuums as well (VACUUM may not run in a transaction: one statement, its deadline lifted for it).
+    // then vacuums the tables searches read that way (the resources and the search index; VACUUM may not run in
+    // a transaction: statements of their own, the deadline lifted for them) before it analyses every table.
     const vacuum = db.dialect === "pg" && (yield* autovacuumOff(sql))
+    const analyzeAll = sql.withTransaction(Effect.zipRight(sql`SET LOCAL statement_timeout = 0`, sql`ANALYZE`)).pipe(Effect.asVoid)
     const analyze = db.dialect === "pg"
       // Postgres samples each table, and ANALYZE takes no lock that blocks reads or writes. The statement
       // deadline (database.statement_timeout_ms) is for requests: a large database may take longer.
       ? vacuum
-        ? Effect.scoped(Effect.flatMap(sql.reserve, (connection) =>
-          Effect.ensuring(
-            Effect.zipRight(connection.executeUnprepared("SET statement_timeout = 0", [], undefined), connection.executeUnprepared("VACUUM (ANALYZE)", [], undefined)),
-            Effect.ignore(connection.executeUnprepared("RESET statement_timeout", [], undefined))
-          ))).pipe(Effect.asVoid)
-        : sql.withTransaction(Effect.zipRight(sql`SET LOCAL statement_timeout = 0`, sql`ANALYZE`)).pipe(Effect.asVoid)
+        ? Effect.zipRight(
+          Effect.scoped(Effect.flatMap(sql.reserve, (connection) =>
+            Effect.ensuring(
+              Effect.zipRight(connection.executeUnprepared("SET statement_timeout = 0", [], undefined), connection.executeUnprepared(`VACUUM ${vacuumedTables.join(", ")}`, [], undefined)),
+              Effect.ignore(connection.executeUnprepared("RESET statement_timeout", [], undefined))
+            ))),
+          analyzeAll
+        )
+        : analyzeAll
       : writer.exclusive(Effect.zipRight(sql.unsafe(`PRAGMA analysis_limit = ${sqliteAnalysisLimit}`), sql`ANALYZE`).pipe(Effect.asVoid))
     const sinceRefresh = yield* Ref.make(0)
     const atRefresh = yield* Ref.make(0)

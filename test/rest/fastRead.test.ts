@@ -109,6 +109,38 @@ for (const backend of backends) {
           const given = badRequestId.headers.find(([name]) => name === "x-request-id")?.[1]
           expect(given).toMatch(/^[0-9a-f-]{36}$/)
         }))
+
+      it.effect.skipIf(backend.kind !== "postgres")("on a Postgres primary answers reads from memory, which follows every write, $meta-add included", () =>
+        Effect.gen(function*() {
+          const { base, url: serverUrl } = yield* Server
+          const cacheOf = Effect.map(call("GET", `${serverUrl}/healthz?verbose=1`), (reply) => reply.json.fast_path.read_cache as { hits: number; misses: number; entries: number })
+          const created = yield* call("POST", `${base}/Patient`, { body: patient })
+          const url = `${base}/Patient/${created.json.id}`
+          const before = yield* cacheOf
+          // The create's commit put it there: both reads are hits, and answer what the database holds.
+          const first = yield* raw("GET", url)
+          const second = yield* raw("GET", url)
+          const general = yield* raw("GET", `${url}?`)
+          expect((yield* cacheOf).hits - before.hits).toBe(2)
+          expect(first.body.equals(general.body)).toBe(true)
+          expect(stable(second)).toEqual(stable(general))
+          // A version changed in place: the same versionId and Last-Modified, the new meta.
+          const added = yield* call("POST", `${url}/$meta-add`, {
+            body: { resourceType: "Parameters", parameter: [{ name: "meta", valueMeta: { tag: [{ system: "http://example.org/tags", code: "cached" }] } }] }
+          })
+          expect(added.status).toBe(200)
+          const edited = yield* raw("GET", url)
+          const editedGeneral = yield* raw("GET", `${url}?`)
+          expect(edited.body.equals(editedGeneral.body)).toBe(true)
+          expect(JSON.parse(edited.body.toString("utf8")).meta.tag).toEqual([{ system: "http://example.org/tags", code: "cached" }])
+          expect(stable(edited)).toEqual(stable(editedGeneral))
+          // Each write answered is seen by the next read.
+          for (let n = 0; n < 5; n++) {
+            const updated = yield* call("PUT", url, { body: { ...patient, id: created.json.id, birthDate: `198${n}-01-01` } })
+            const read = yield* raw("GET", url)
+            expect(read.body.toString("utf8")).toBe(updated.text)
+          }
+        }))
     })
   })
 }
