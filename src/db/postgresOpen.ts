@@ -83,13 +83,6 @@ const makePool = (target: PostgresTarget, size: number, ssl: () => false | Tls.C
     Client: TlsClient
   })
   pool.on("error", () => {})
-  // Named statements (the fast path's, src/rest/fastPg.ts) are planned for each run's values, as unnamed ones
-  // are: after five runs Postgres would otherwise keep one plan made for no particular value, which for a
-  // common value of a skewed column (a LOINC code, a patient with thousands of Observations) reads every
-  // match where the plan for the value reads a page. Queued before anything else the connection runs.
-  pool.on("connect", (client) => {
-    client.query("SET plan_cache_mode = force_custom_plan").catch(() => undefined)
-  })
   // The SQL client cancels the statement of an interrupted fiber (a client that went away) with
   // `pg_cancel_backend` through `pool.query`, which waits for a free pool connection: when every connection
   // is busy, exactly when cancelling matters, it never got one. Such a cancel goes on a connection of its own.

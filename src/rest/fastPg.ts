@@ -2,8 +2,8 @@
  * `GET /fhir/{type}/{id}` of a current version and `GET /fhir/{type}?...` as JSON on Postgres, answered from the
  * Node request itself as on a SQLite file (fastRead.ts, fastSearch.ts): the same checks (`fastReadTarget`,
  * `planFastSearch`), the same statements, run on the server's pool as named statements (parsed once on each
- * connection, then planned for each run's values), the stored text written as it is, with the headers the
- * general path gives. On the primary a read by id is answered from memory when the resource's
+ * connection, then only bound and run), the stored text written as it is, with the headers the general path
+ * gives. On the primary a read by id is answered from memory when the resource's
  * current version is held there (readCache.ts).
  *
  * The statements answer later than the request arrives, so the handler takes the request and, when the
@@ -50,11 +50,11 @@ export interface FastPgOptions extends FastSearchPlanning {
 export const fastPg = (options: FastPgOptions): FastHandler => {
   const { pool, counts, cache } = options
   // A search's statement is named by its text (a search's text depends on its shape, not its values): the first
-  // `preparedLimit` texts are prepared on each connection that runs them, any later one is parsed each time. Each
-  // run is still planned for its values (the pool's connections have `plan_cache_mode = force_custom_plan`,
-  // src/db/postgresOpen.ts): a plan made once for no particular value, costed for the average one, is ruinous
-  // for a common one (at 10x the Synthea data a token search for a common code read all 4,870 of its index
-  // entries and sorted them, 64 ms, where the plan for the value reads the first 21 in order, 2 ms).
+  // `preparedLimit` texts are prepared on each connection that runs them, any later one is parsed each time.
+  // After five runs Postgres may keep one plan for every value. Planning each run instead cost more than the
+  // rest of a token search's statement (at 10x the Synthea data: 8.2 against 4.4 ms median); the shape that such
+  // a plan ruined (`r.rkey IN (matches) ORDER BY r.rkey`, which for a common LOINC code read all 4,870 matches
+  // and sorted them, 64 ms) is now read in key order from the lookup index (`orderedPage`), whatever the value.
   const names = new Map<string, string>()
   const nameOf = (text: string): string | undefined => {
     const name = `svc_fs_${(textHash(text) >>> 0).toString(36)}_${text.length}`
