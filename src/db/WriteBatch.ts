@@ -119,6 +119,11 @@ export class WriteBatch {
     this.tables = held
   }
 
+  /** Whether rows of `table` wait to be inserted. */
+  holdsRowsOf(table: string): boolean {
+    return (this.tables.get(table)?.length ?? 0) > 0
+  }
+
   get isEmpty(): boolean {
     return this.tables.size === 0
   }
@@ -129,6 +134,8 @@ export class WriteBatch {
     const tables = this.tables
     this.tables = new Map()
     this.resources = new Set()
-    return Effect.forEach(tables, ([table, rows]) => insertMany(sql, table, rows), { discard: true })
+    // The resources' own rows first (a create's, in a group commit): the rows about them follow.
+    const ordered = [...tables].sort(([a], [b]) => (a === "resources" ? -1 : b === "resources" ? 1 : 0))
+    return Effect.forEach(ordered, ([table, rows]) => insertMany(sql, table, rows), { discard: true })
   }
 }

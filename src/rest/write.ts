@@ -88,7 +88,8 @@ export const createIn = (scope: WriteScope, type: string, body: Record<string, u
   Effect.flatMap(ResourceStore, (store) =>
     Effect.gen(function*() {
       const ahead = yield* store.prevalidate(scope, { interaction: "create", type, id, resource: body })
-      return yield* store.transaction(scope, (env) => createCommand(withPrevalidated(env, ahead), type, body, id))
+      // Every id given here is a random UUID the server chose (the callers below): no resource has it yet.
+      return yield* store.transaction(scope, (env) => createCommand(withPrevalidated(env, ahead), type, body, id, true))
     }))
 
 /** `createIn` for `request`. */

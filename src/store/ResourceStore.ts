@@ -129,6 +129,8 @@ export const make = Effect.gen(function*() {
           limits: { maxIndexRows: settings.maxIndexRows, maxBundleEntries: scope.maxBundleEntries, maxPatchOperations: settings.maxPatchOperations }
         }
         const value = yield* runCommand(env, command)
+        // The targets are looked up in `resources`: in a group commit, a create's row may still be in the batch.
+        if (commit.writes !== undefined && references.readsDatabase() && commit.writes.holdsRowsOf("resources")) yield* commit.writes.flush(sql)
         const issues = yield* references.verify(sql)
         if (issues.length > 0) return yield* invalidReferences(issues)
         return value

@@ -165,10 +165,10 @@ export const indexRows = (env: CommandEnv, type: string, id: string, resource: R
  * Validates a resource (422 with every issue when it has errors), then writes its version and search index
  * in the same transaction; its references are noted for the policy check at the end of the transaction.
  */
-const store = (env: CommandEnv, type: string, id: string, resource: Record<string, unknown>, patched = false) =>
+const store = (env: CommandEnv, type: string, id: string, resource: Record<string, unknown>, patched = false, fresh = false) =>
   Effect.gen(function*() {
     yield* validated(env, type, id, resource)
-    const stored = yield* putVersion(env.sql, { type, id, resource, commitTs: env.commit.commitTs, patched }, env.writes)
+    const stored = yield* putVersion(env.sql, { type, id, resource, commitTs: env.commit.commitTs, patched, fresh }, env.writes)
     yield* writeIndex(env.sql, stored.rkey, type, stored.version, yield* indexRows(env, type, id, stored.resource), env.writes)
     if (type === "Subscription") yield* recordGrant(env.sql, id, env.access?.principal)
     return stored
@@ -236,13 +236,15 @@ export const createCommand = (
   env: CommandEnv,
   type: string,
   body: Record<string, unknown>,
-  id: string = randomUUID()
+  id: string = randomUUID(),
+  /** The id is a random UUID the server chose for this create (no resource can have it): see `putVersion`. */
+  fresh = false
 ): Effect.Effect<Written, FhirError | SqlError> =>
   Effect.gen(function*() {
     yield* check(knownType(env.catalog, type))
     const rule = yield* writeRule(env.access, env.catalog, type, "c")
     yield* check(bodyMatches(body, type))
-    const stored = yield* store(env, type, id, body)
+    const stored = yield* store(env, type, id, body, false, fresh)
     yield* within(env, type, id, stored.rkey, [rule])
     env.commit.record({ type, id, version: stored.version, op: "create", resource: stored.content })
     return { type, id, stored, created: true }

@@ -45,6 +45,8 @@ export interface ReferenceCheck {
   readonly add: (holder: string, references: ReadonlyArray<FoundReference>) => void
   /** The issues found so far plus, under `strict`, the targets the database does not hold. */
   readonly verify: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<Issue>, SqlError>
+  /** Whether `verify` will read the database (targets were noted). */
+  readonly readsDatabase: () => boolean
 }
 
 const typeAllowed = (type: string, allowed: ReadonlyArray<string>): boolean =>
@@ -133,7 +135,7 @@ export const referenceCheck = (policy: ReferencePolicy, base: string, catalog: C
       return [...issues, ...missing]
     })
 
-  return { add, verify }
+  return { add, verify, readsDatabase: () => wanted.size > 0 }
 }
 
 /**

@@ -184,4 +184,36 @@ describe.skipIf(postgres.skip)("group commit on postgres", () => {
         expect(next.commitTs).toBeGreaterThan(0)
         expect((yield* readCurrent(db.writer, "Basic", "after"))?.version).toBe(1)
       })))
+
+  it.scoped("creates of new ids have their own rows batched too, under row keys taken ahead; one that fails leaves none", () =>
+    withGroupingWriter(() =>
+      Effect.gen(function*() {
+        const writer = yield* Writer
+        const { writer: sql } = yield* Database
+        const { take } = yield* following()
+        const create = (id: string, fails = false) => writer.commit((context: CommitContext) =>
+          Effect.gen(function*() {
+            const stored = yield* putVersion(sql, { type: "Basic", id, resource: { resourceType: "Basic" }, commitTs: context.commitTs, fresh: true }, context.writes)
+            context.record({ type: "Basic", id, version: stored.version, op: "create", resource: stored.content })
+            if (fails) return yield* Effect.fail("refused")
+            return stored.rkey
+          }))
+        const { first, fibers, release } = yield* queuedBehindOne([create("n1"), create("n2", true), create("n3")])
+        yield* release
+        yield* Fiber.join(first)
+        const exits = yield* Effect.forEach(fibers, Fiber.await)
+        expect(exits.map(Exit.isSuccess)).toEqual([true, false, true])
+        expect(idsOf(yield* take(3))).toEqual(["first", "n1", "n3"])
+        const rows = yield* sql<{ readonly id: string; readonly rkey: string }>`SELECT id, rkey::text AS rkey FROM resources WHERE id IN ('n1', 'n2', 'n3') ORDER BY id`
+        expect(rows.map((row) => row.id)).toEqual(["n1", "n3"])
+        const keys = exits.flatMap((exit) => Exit.isSuccess(exit) ? [String(exit.value.value)] : [])
+        expect(rows.map((row) => row.rkey)).toEqual(keys)
+        for (const id of ["n1", "n3"]) expect((yield* readCurrent(sql, "Basic", id))?.version).toBe(1)
+        // The row keys taken ahead come from the column's own sequence: a row inserted without one follows them.
+        const later = yield* writer.commit(put("later"))
+        expect(later.commitTs).toBeGreaterThan(0)
+        const [max] = yield* sql<{ readonly rkey: string }>`SELECT max(rkey)::text AS rkey FROM resources`
+        const [own] = yield* sql<{ readonly rkey: string }>`SELECT rkey::text AS rkey FROM resources WHERE id = 'later'`
+        expect(own!.rkey).toBe(max!.rkey)
+      })))
 })
