@@ -235,6 +235,8 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
     const probe = yield* cachedProbe(db.probe)
     // Reads and searches answered by the fast path on SQLite (src/rest/fastRead.ts), shown by `/healthz?verbose=1`.
     const fastCounts: FastCounts = { reads: 0, searches: 0 }
+    // The primary, the only process that writes resources, keeps the current versions read by id in memory
+    // (src/rest/readCache.ts); a replica reads the database.
     const readCache = config.database.kind === "postgres" && !replica ? new ReadCache() : undefined
     yield* Ref.set(slot, Option.some(app))
     const details = Effect.gen(function*() {
@@ -264,14 +266,13 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
       yield* installFastRead(fast, options, databaseScope).pipe(Effect.provide(services))
     } else if (db.pgPool !== undefined) {
       // Reads by id and searches on Postgres (src/rest/fastPg.ts), on the server's own pool.
-      // The primary, the only process that writes resources, keeps the current versions read by id in memory.
       const options = {
         pool: db.pgPool,
         sql: db.writer,
         publicUrl: config.server.public_url,
         maxPageBytes: config.server.max_page_bytes,
         counts: fastCounts,
-        cache: replica ? undefined : readCache
+        cache: readCache
       }
       yield* installFastPg(fast, options, databaseScope).pipe(Effect.provide(services))
     }

@@ -55,36 +55,26 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
     const countResources = Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources`, (rows) => Number(rows[0]?.n ?? 0))
     // Where autovacuum is off, nothing else marks the pages of new rows all-visible: an index-only scan then
     // reads each row's table page too, and planning probes past rows it cannot yet tell are visible. The refresh
-    // then vacuums the tables searches read that way (the resources and the search index; VACUUM may not run in
-    // a transaction: statements of their own, the deadline lifted for them) before it analyses every table.
+    // then vacuums the tables searches read that way (the resources and the search index) before it analyses
+    // every table.
     const vacuum = db.dialect === "pg" && (yield* autovacuumOff(sql))
     // Both at autovacuum's pace (a pause of 2 ms after each unit of work, autovacuum's own setting since
     // Postgres 12): longer, but they take less from the requests served meanwhile.
     const analyzeAll = sql.withTransaction(
       Effect.zipRight(sql`SET LOCAL statement_timeout = 0`, Effect.zipRight(sql`SET LOCAL vacuum_cost_delay = 2`, sql`ANALYZE`))
     ).pipe(Effect.asVoid)
+    // VACUUM may not run in a transaction: statements of their own on one connection, the deadline lifted for them.
+    const vacuumSearchTables = Effect.scoped(Effect.flatMap(sql.reserve, (connection) => {
+      const run = (text: string) => connection.executeUnprepared(text, [], undefined)
+      return Effect.ensuring(
+        Effect.zipRight(Effect.zipRight(run("SET statement_timeout = 0"), run("SET vacuum_cost_delay = 2")), run(`VACUUM ${vacuumedTables.join(", ")}`)),
+        Effect.ignore(Effect.zipRight(run("RESET statement_timeout"), run("RESET vacuum_cost_delay")))
+      )
+    }))
     const analyze = db.dialect === "pg"
       // Postgres samples each table, and ANALYZE takes no lock that blocks reads or writes. The statement
       // deadline (database.statement_timeout_ms) is for requests: a large database may take longer.
-      ? vacuum
-        ? Effect.zipRight(
-          Effect.scoped(Effect.flatMap(sql.reserve, (connection) =>
-            Effect.ensuring(
-              Effect.zipRight(
-                connection.executeUnprepared("SET statement_timeout = 0", [], undefined),
-                Effect.zipRight(
-                  connection.executeUnprepared("SET vacuum_cost_delay = 2", [], undefined),
-                  connection.executeUnprepared(`VACUUM ${vacuumedTables.join(", ")}`, [], undefined)
-                )
-              ),
-              Effect.ignore(Effect.zipRight(
-                connection.executeUnprepared("RESET statement_timeout", [], undefined),
-                connection.executeUnprepared("RESET vacuum_cost_delay", [], undefined)
-              ))
-            ))),
-          analyzeAll
-        )
-        : analyzeAll
+      ? vacuum ? Effect.zipRight(vacuumSearchTables, analyzeAll) : analyzeAll
       : writer.exclusive(Effect.zipRight(sql.unsafe(`PRAGMA analysis_limit = ${sqliteAnalysisLimit}`), sql`ANALYZE`).pipe(Effect.asVoid))
     const sinceRefresh = yield* Ref.make(0)
     const atRefresh = yield* Ref.make(0)
