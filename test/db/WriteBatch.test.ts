@@ -44,6 +44,18 @@ for (const backend of backends) {
         expect(rows.every((row, n) => Number(row.rkey) === n && row.param === `p${n}` && Number(row.low) === n)).toBe(true)
       })))
 
+    it.scoped("store every text as it was given: quotes, backslashes, commas, braces, the word NULL, empty text, nulls", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        const { writer: sql } = yield* Database
+        const texts = ['say "hi"', "back\\slash\\", "a,b", "{x}", "NULL", "", " padded ", "naïve ☃ 𝄞", '\\"', "line\nbreak", '{"json": [1, "two"]}']
+        const rows = texts.map((text, n) => ({ rkey: n, type: "Patient", param: "name", normalized: text, normalized_full: n % 2 === 0 ? null : text, exact: text }))
+        yield* sql.withTransaction(insertMany(sql, "search_string", rows))
+        const stored = yield* sql<{ readonly rkey: number | string; readonly normalized: string; readonly normalized_full: string | null; readonly exact: string }>`
+          SELECT rkey, normalized, normalized_full, exact FROM search_string ORDER BY rkey`
+        expect(stored.map((row) => [Number(row.rkey), row.normalized, row.normalized_full, row.exact])).toEqual(
+          rows.map((row) => [row.rkey, row.normalized, row.normalized_full, row.exact]))
+      })))
+
     // On Postgres every statement waits for the server anyway; on SQLite statements run synchronously.
     it.scoped.skipIf(backend.kind === "postgres")("let a macrotask queued before a large insert run before the insert ends (other requests get in between statements)", () =>
       withStore(backend.kind, Effect.gen(function*() {
