@@ -133,17 +133,24 @@ export const chainedPage = (
   const [type, param, targetType] = [quoted(sql, request.type), quoted(sql, driver.param.code), quoted(sql, target)]
   // Postgres: one statement whatever the number of targets (planning a UNION of ten ranges cost more than
   // running it), each target's first rows that meet the other criteria, at most as many as the pages up to
-  // this one hold (LATERAL ... LIMIT), grouped to drop a resource found through two targets.
+  // this one hold (LATERAL ... LIMIT), grouped to drop a resource found through two targets, and cut to as many
+  // again before the page joins them to `resources` (without that cut Postgres joined every target's rows).
   const perTarget = (search.result.offset ?? 0) + search.result.count + 1
+  // With no other criterion, a target's rows are read from the reference index alone: the index holds rows of
+  // current versions only (a delete removes them) and of the type written in them; the page's own join to
+  // `resources` checks the rows kept. Joining every target's rows to `resources` cost most of the statement at
+  // 10x the data (ten targets of 21 rows each).
+  const bare = rest.clauses.length === 0 && rest.links.length === 0 && reach === undefined
   const rows = (ids: ReadonlyArray<string>, after: ((rkey: Fragment) => Fragment) | undefined, backwards: boolean) => {
     const direction = backwards ? sql`DESC` : sql`ASC`
     const bound = (rkey: Fragment) => (after === undefined ? [] : [after(rkey)])
     return sql.onDialectOrElse({
       pg: () =>
         sql`SELECT x.rkey FROM json_array_elements_text(${JSON.stringify(ids)}::json) AS t(id) CROSS JOIN LATERAL (
-          SELECT i.rkey FROM search_reference i JOIN resources r ON r.rkey = i.rkey
-          WHERE ${sql.and([sql`i.type = ${type} AND i.param = ${param} AND i.target_id = t.id AND i.target_type = ${targetType}`, ...bound(sql`i.rkey`), where])}
-          ORDER BY i.rkey ${direction} LIMIT ${limitOf(sql, perTarget)}) x GROUP BY x.rkey`,
+          SELECT i.rkey FROM search_reference i${bare ? sql`` : sql` JOIN resources r ON r.rkey = i.rkey`}
+          WHERE ${sql.and([sql`i.type = ${type} AND i.param = ${param} AND i.target_id = t.id AND i.target_type = ${targetType}`, ...bound(sql`i.rkey`), ...(bare ? [] : [where])])}
+          ORDER BY i.rkey ${direction} LIMIT ${limitOf(sql, perTarget)}) x
+          GROUP BY x.rkey ORDER BY x.rkey ${direction} LIMIT ${limitOf(sql, perTarget)}`,
       orElse: () =>
         sql`${
           sql.join(" UNION ", false)(ids.map((id) =>
