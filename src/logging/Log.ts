@@ -10,13 +10,52 @@ export class LogSink extends Context.Tag("svc/logging/LogSink")<LogSink, {
 
 export type Redact = (text: string) => string
 
-/** Standard output, every line redacted first. */
+/** Lines held at most before they are written at once, whatever the turn of the event loop. */
+const heldLines = 256
+
+/**
+ * Lines written to `out` together: those logged in one turn of the event loop (a request's line each, under load
+ * dozens) go in one write when the turn's I/O is done (`setImmediate`), not a write each: at some 1,600 searches a
+ * second, a write per line cost a twentieth of the server's CPU. Whatever is held is written when the scope closes
+ * and when the process exits (standard output on files and pipes is written synchronously on Linux and macOS).
+ */
+export const batchedLines = (out: (text: string) => void) => {
+  let held: Array<string> = []
+  let scheduled = false
+  const flush = () => {
+    scheduled = false
+    if (held.length === 0) return
+    const text = held.join("")
+    held = []
+    out(text)
+  }
+  return {
+    write: (line: string) => {
+      held.push(line)
+      if (held.length >= heldLines) flush()
+      else if (!scheduled) {
+        scheduled = true
+        setImmediate(flush)
+      }
+    },
+    flush
+  }
+}
+
+/** Standard output, every line redacted first; lines of one turn of the event loop written together (`batchedLines`). */
 export const stdoutSink = (redact: Redact) =>
-  Layer.succeed(LogSink, {
-    write: (line) => {
-      process.stdout.write(redact(line) + "\n")
-    }
-  })
+  Layer.scoped(
+    LogSink,
+    Effect.gen(function*() {
+      const lines = batchedLines((text) => void process.stdout.write(text))
+      process.on("exit", lines.flush)
+      yield* Effect.addFinalizer(() => Effect.sync(() => {
+        process.off("exit", lines.flush)
+        lines.flush()
+      }))
+      return { write: (line: string) => lines.write(redact(line) + "\n") }
+    })
+  )
 
 /** A sink that keeps lines in memory, for tests. */
 export const memorySink = (lines: Array<string>) => Layer.succeed(LogSink, { write: (line) => void lines.push(line) })
