@@ -38,13 +38,16 @@ export const boundedPage = (
 ): Fragment => {
   const order = orderByKeys(sql, keys("k"), backwards)
   const kept = sql`p.n <= ${limitOf(sql, count)} AND (p.n = 1 OR p.running <= ${limitOf(sql, maxBytes)})`
+  // Postgres pulls the sizes' subquery up into the windows' and then looks each size up twice (once for `size`,
+  // once for `running`): `OFFSET 0` keeps it a subquery of its own, read once.
+  const once = sql.onDialectOrElse({ pg: () => sql` OFFSET 0`, orElse: () => sql`` })
   return sql`SELECT p.*, CASE WHEN ${kept} THEN 1 ELSE 0 END AS kept,
       CASE WHEN ${kept} THEN (SELECT v.content FROM resource_versions v WHERE v.rkey = p.rkey AND v.version = p.version) END AS content
     FROM (
       SELECT k.*, row_number() OVER (ORDER BY ${order}) AS n, sum(k.size) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) AS running
       FROM (
         SELECT c.*, coalesce((SELECT octet_length(v.content) FROM resource_versions v WHERE v.rkey = c.rkey AND v.version = c.version), 0) AS size
-        FROM (${rows}) c
+        FROM (${rows}) c${once}
       ) k
     ) p
     ORDER BY p.n`
