@@ -111,13 +111,21 @@ export const referenceCheck = (policy: ReferencePolicy, base: string, catalog: C
     Effect.gen(function*() {
       const keys = [...wanted.keys()]
       const held = new Set<string>()
-      for (let i = 0; i < keys.length; i += 200) {
-        const chunk = keys.slice(i, i + 200).map((key) => {
+      const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+      // Postgres: the targets as two arrays, one statement however many (its text the same each time); SQLite: 200
+      // pairs a statement, ORed.
+      const perStatement = pg ? keys.length : 200
+      for (let i = 0; i < keys.length; i += perStatement) {
+        const chunk = keys.slice(i, i + perStatement).map((key) => {
           const slash = key.indexOf("/")
           return { type: key.slice(0, slash), id: key.slice(slash + 1) }
         })
-        const rows = yield* sql<{ readonly type: string; readonly id: string }>`
-          SELECT type, id FROM resources WHERE NOT deleted AND (${sql.or(chunk.map((t) => sql`(type = ${t.type} AND id = ${t.id})`))})`
+        const rows = yield* (pg
+          ? sql<{ readonly type: string; readonly id: string }>`
+              SELECT r.type, r.id FROM unnest(${chunk.map((t) => t.type)}::text[], ${chunk.map((t) => t.id)}::text[]) AS t(type, id)
+              JOIN resources r ON r.type = t.type AND r.id = t.id WHERE NOT r.deleted`
+          : sql<{ readonly type: string; readonly id: string }>`
+              SELECT type, id FROM resources WHERE NOT deleted AND (${sql.or(chunk.map((t) => sql`(type = ${t.type} AND id = ${t.id})`))})`)
         for (const row of rows) held.add(`${row.type}/${row.id}`)
       }
       const missing: Array<Issue> = []
