@@ -111,7 +111,8 @@ export const referenceCheck = (policy: ReferencePolicy, base: string, catalog: C
     Effect.gen(function*() {
       const keys = [...wanted.keys()]
       const held = new Set<string>()
-      const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+      // No statement when nothing is to be looked up (nor a client needed).
+      const pg = keys.length > 0 && sql.onDialectOrElse({ pg: () => true, orElse: () => false })
       // Postgres: the targets as two arrays, one statement however many (its text the same each time); SQLite: 200
       // pairs a statement, ORed.
       const perStatement = pg ? keys.length : 200
