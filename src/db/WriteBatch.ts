@@ -8,6 +8,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import { Pacer, workPerYield } from "./EventLoop.ts"
+import { insertUnnested, isPostgres, unnestedRowsPerStatement } from "./unnest.ts"
 
 /** The most values one statement may bind: SQLite's SQLITE_MAX_VARIABLE_NUMBER (since 3.32) and Postgres's protocol limit. */
 export const parameterLimit = { sqlite: 32766, pg: 65535 } as const
@@ -44,71 +45,6 @@ export const chunkSizes = (sql: SqlClient.SqlClient, count: number, max: number)
   return sizes
 }
 
-/** The column types of a table (`format_type`), read once per client and table: what `unnest`'s arrays are cast to. */
-const pgColumnTypes = new WeakMap<SqlClient.SqlClient, Map<string, ReadonlyMap<string, string>>>()
-
-const columnTypesOf = (sql: SqlClient.SqlClient, table: string): Effect.Effect<ReadonlyMap<string, string>, SqlError> => {
-  let tables = pgColumnTypes.get(sql)
-  if (tables === undefined) {
-    tables = new Map()
-    pgColumnTypes.set(sql, tables)
-  }
-  const known = tables.get(table)
-  if (known !== undefined) return Effect.succeed(known)
-  return Effect.map(
-    sql<{ readonly name: string; readonly type: string }>`
-      SELECT attname AS name, format_type(atttypid, atttypmod) AS type
-      FROM pg_attribute WHERE attrelid = ${table}::regclass AND attnum > 0 AND NOT attisdropped`,
-    (rows) => {
-      const types = new Map(rows.map((row) => [row.name, row.type]))
-      tables.set(table, types)
-      return types
-    }
-  )
-}
-
-/**
- * Postgres: the rows as one array per column, unnested into rows by the statement (`INSERT ... SELECT * FROM
- * unnest($1::bigint[], $2::text[], ...)`). Its text is the same for every batch of a table and it binds one value
- * per column, where a multi-row VALUES list of thousands of rows cost Postgres more to parse and bind than to
- * insert, and Node more to build (a parameter per value) than the values themselves (docs/performance.md).
- */
-const insertUnnested = (
-  sql: SqlClient.SqlClient,
-  table: string,
-  columns: ReadonlyArray<string>,
-  rows: ReadonlyArray<Record<string, unknown>>
-): Effect.Effect<void, SqlError> =>
-  Effect.flatMap(columnTypesOf(sql, table), (types) => {
-    const casts = columns.map((column, n) => `$${n + 1}::${types.get(column) ?? "text"}[]`)
-    const text = `INSERT INTO ${table} (${columns.map((column) => `"${column}"`).join(", ")}) SELECT * FROM unnest(${casts.join(", ")})`
-    return Effect.asVoid(sql.unsafe(text, columns.map((column) => arrayLiteral(rows, column))))
-  })
-
-const quoted = /[\\"]/
-const toQuote = /[\\"]/g
-
-/**
- * A column's values as Postgres's array text (`{1,"a b",NULL}`), made in one pass: what the driver would make of a
- * JavaScript array, for less (it escapes every element with two replacements, where most need none). Values other
- * than strings, numbers and booleans (none of svc's batched rows has any) go to the driver as an array.
- */
-const arrayLiteral = (rows: ReadonlyArray<Record<string, unknown>>, column: string): string | ReadonlyArray<unknown> => {
-  let text = "{"
-  for (let i = 0; i < rows.length; i++) {
-    const value = rows[i]![column]
-    if (i > 0) text += ","
-    if (value === null || value === undefined) text += "NULL"
-    else if (typeof value === "string") text += quoted.test(value) ? `"${value.replace(toQuote, "\\$&")}"` : `"${value}"`
-    else if (typeof value === "number" || typeof value === "boolean") text += String(value)
-    else return rows.map((row) => row[column] ?? null)
-  }
-  return text + "}"
-}
-
-/** Rows one Postgres statement inserts at most (`insertUnnested`): a few megabytes of values. */
-const unnestedRowsPerStatement = 8192
-
 /**
  * Inserts `rows` (all with the same columns, in the same order) into `table` in as few statements as
  * the parameter limit allows (see `chunkSizes`), in their order; on Postgres as arrays, one per column.
@@ -120,7 +56,7 @@ export const insertMany = (
 ): Effect.Effect<void, SqlError> => {
   if (rows.length === 0) return Effect.void
   const columns = Object.keys(rows[0]!)
-  const unnested = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+  const unnested = isPostgres(sql)
   let start = 0
   const chunks = chunkSizes(sql, rows.length, unnested ? unnestedRowsPerStatement : rowsPerStatement(sql, columns.length)).map((size) => {
     const chunk = rows.slice(start, start + size)
@@ -131,7 +67,9 @@ export const insertMany = (
   const pacer = new Pacer(workPerYield)
   return Effect.forEach(chunks, (chunk) =>
     Effect.zipRight(
-      unnested ? insertUnnested(sql, table, columns, chunk) : sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`,
+      unnested
+        ? insertUnnested(sql, table, columns, chunk.length, (row, column) => chunk[row]![columns[column]!])
+        : sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`,
       pacer.step(chunk.length)
     ), { discard: true })
 }

@@ -1,16 +1,20 @@
 /**
- * A multi-row INSERT whose text is kept per row count: the same text each time, so the driver prepares it
- * once, and the values go as one flat list rather than through @effect/sql's general statement builder, which
- * for a batch of hundreds of rows costs more per value than the rows themselves (the request log and the audit
- * trail write a row per request this way).
+ * Rows given as one flat list of values, inserted without @effect/sql's general statement builder, which for a
+ * batch of hundreds of rows costs more per value than the rows themselves (the request log and the audit trail
+ * write a row per request this way). On SQLite a multi-row INSERT whose text is kept per row count (the same
+ * text each time, so the driver prepares it once); on Postgres one array per column (unnest.ts).
  */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect } from "effect"
 import type { Dialect } from "./Database.ts"
+import { insertUnnested, unnestedRowsPerStatement } from "./unnest.ts"
 
-/** Rows one statement inserts at most; a larger batch takes several statements. */
-export const rowsPerStatement = 100
+/** Rows one SQLite statement inserts at most; a larger batch takes several statements. */
+const rowsPerStatement = 100
 
 /** The statement text inserting `rows` rows of `columns` into `table`, with the dialect's placeholders. */
-export const multiRowInsert = (table: string, columns: ReadonlyArray<string>) => {
+const multiRowInsert = (table: string, columns: ReadonlyArray<string>) => {
   const texts = new Map<string, string>()
   return (dialect: Dialect, rows: number): string => {
     const id = `${dialect}:${rows}`
@@ -22,5 +26,30 @@ export const multiRowInsert = (table: string, columns: ReadonlyArray<string>) =>
       texts.set(id, text)
     }
     return text
+  }
+}
+
+export type FlatValue = string | number | null
+
+/**
+ * The inserter of rows of `columns` into `table`: `values` holds the rows one after the other, each with a value
+ * per column in the order of `columns`.
+ */
+export const flatInsert = (table: string, columns: ReadonlyArray<string>) => {
+  const width = columns.length
+  const textOf = multiRowInsert(table, columns)
+  return (sql: SqlClient.SqlClient, dialect: Dialect, values: ReadonlyArray<FlatValue>): Effect.Effect<void, SqlError> => {
+    const count = Math.floor(values.length / width)
+    const perStatement = dialect === "pg" ? unnestedRowsPerStatement : rowsPerStatement
+    const statements: Array<Effect.Effect<unknown, SqlError>> = []
+    for (let from = 0; from < count; from += perStatement) {
+      const rows = Math.min(count, from + perStatement) - from
+      statements.push(
+        dialect === "pg"
+          ? insertUnnested(sql, table, columns, rows, (row, column) => values[(from + row) * width + column])
+          : sql.unsafe(textOf(dialect, rows), values.slice(from * width, (from + rows) * width))
+      )
+    }
+    return Effect.all(statements, { discard: true })
   }
 }

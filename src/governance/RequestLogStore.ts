@@ -16,7 +16,7 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect, type Scope, SubscriptionRef } from "effect"
 import { Database } from "../db/Database.ts"
-import { multiRowInsert, rowsPerStatement } from "../db/multiRowInsert.ts"
+import { flatInsert, type FlatValue } from "../db/multiRowInsert.ts"
 import { Writer } from "../db/Writer.ts"
 import type { LeaseLost } from "../db/WriterLease.ts"
 import type { Completion, CompletionListener } from "../http/FrontDoor.ts"
@@ -154,14 +154,14 @@ export const makeBuffer = (options: {
 
 const finite = (n: number | null | undefined): number | null => (n === null || n === undefined || !Number.isFinite(n) ? null : n)
 
-/** The statement of a batch's rows; `pushRecord` gives their values in this column order. */
-const insertText = multiRowInsert("svc_request_log", [
+/** Inserts a batch's rows; `pushRecord` gives their values in this column order. */
+const insertRows = flatInsert("svc_request_log", [
   "time", "request_id", "method", "path", "status", "duration_ms", "client", "caller", "interaction", "resource_type",
   "cost", "bytes_in", "bytes_out", "aborted"
 ])
 
-/** Appends the row's values, in `insertText`'s column order. */
-const pushRecord = (values: Array<string | number | null>, { completion, time }: Pending): void => {
+/** Appends the row's values, in `insertRows`'s column order. */
+const pushRecord = (values: Array<FlatValue>, { completion, time }: Pending): void => {
   values.push(
     time,
     completion.requestId,
@@ -283,13 +283,10 @@ export const make = (options: RequestLogOptions): Effect.Effect<RequestLogStore,
 
     const insert = (rows: ReadonlyArray<Pending>) =>
       writer.commit(() =>
-        Effect.gen(function*() {
-          for (let from = 0; from < rows.length; from += rowsPerStatement) {
-            const upTo = Math.min(rows.length, from + rowsPerStatement)
-            const values: Array<string | number | null> = []
-            for (let i = from; i < upTo; i++) pushRecord(values, rows[i]!)
-            yield* db.writer.unsafe(insertText(db.dialect, upTo - from), values)
-          }
+        Effect.suspend(() => {
+          const values: Array<FlatValue> = []
+          for (const row of rows) pushRecord(values, row)
+          return insertRows(db.writer, db.dialect, values)
         })
       )
 

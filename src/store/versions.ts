@@ -9,6 +9,7 @@ import { stringifyJson } from "../json/Json.ts"
 import { carryLexical } from "../json/lexical.ts"
 import type { Operation } from "../db/ChangeFeed.ts"
 import { rowsPerStatement, type WriteBatch } from "../db/WriteBatch.ts"
+import { isPostgres } from "../db/unnest.ts"
 
 export type { Operation } from "../db/ChangeFeed.ts"
 
@@ -63,7 +64,7 @@ export const putVersion = (
   batch?: WriteBatch
 ): Effect.Effect<StoredVersion, SqlError> =>
   Effect.gen(function*() {
-    if (input.fresh === true && batch !== undefined && sql.onDialectOrElse({ pg: () => true, orElse: () => false })) {
+    if (input.fresh === true && batch !== undefined && isPostgres(sql)) {
       const rkey = yield* nextRowKey(sql)
       const resource = withServerMeta(input.resource, input.id, 1, input.commitTs)
       const content = stringifyJson(resource)

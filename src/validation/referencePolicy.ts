@@ -14,6 +14,7 @@ import { Effect } from "effect"
 import type { Catalog } from "../catalog/Catalog.ts"
 import { isObject } from "../catalog/json.ts"
 import type { Issue } from "./Issue.ts"
+import { isPostgres } from "../db/unnest.ts"
 
 export type ReferencePolicy = "strict" | "fhir"
 
@@ -112,7 +113,7 @@ export const referenceCheck = (policy: ReferencePolicy, base: string, catalog: C
       const keys = [...wanted.keys()]
       const held = new Set<string>()
       // No statement when nothing is to be looked up (nor a client needed).
-      const pg = keys.length > 0 && sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+      const pg = keys.length > 0 && isPostgres(sql)
       // Postgres: the targets as two arrays, one statement however many (its text the same each time); SQLite: 200
       // pairs a statement, ORed.
       const perStatement = pg ? keys.length : 200

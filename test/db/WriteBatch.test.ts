@@ -47,7 +47,7 @@ for (const backend of backends) {
     it.scoped("store every text as it was given: quotes, backslashes, commas, braces, the word NULL, empty text, nulls", () =>
       withStore(backend.kind, Effect.gen(function*() {
         const { writer: sql } = yield* Database
-        const texts = ['say "hi"', "back\\slash\\", "a,b", "{x}", "NULL", "", " padded ", "naïve ☃ 𝄞", '\\"', "line\nbreak", '{"json": [1, "two"]}']
+        const texts = ['say "hi"', "back\\slash\\", "a,b", "{x}", "NULL", "", " padded ", "naïve ☃ 𝄞", '\\"', "line\nbreak", '{"json": [1, "two"]}', 'tab\t"quoted"\nand \\ back']
         const rows = texts.map((text, n) => ({ rkey: n, type: "Patient", param: "name", normalized: text, normalized_full: n % 2 === 0 ? null : text, exact: text }))
         yield* sql.withTransaction(insertMany(sql, "search_string", rows))
         const stored = yield* sql<{ readonly rkey: number | string; readonly normalized: string; readonly normalized_full: string | null; readonly exact: string }>`

@@ -15,7 +15,8 @@ import { Effect, Redacted } from "effect"
 import * as Crypto from "node:crypto"
 import { createHash, createHmac, createSecretKey } from "node:crypto"
 import type { Dialect } from "../../db/Database.ts"
-import { multiRowInsert, rowsPerStatement } from "../../db/multiRowInsert.ts"
+import { Pacer, paced, workPerYield } from "../../db/EventLoop.ts"
+import { flatInsert, type FlatValue } from "../../db/multiRowInsert.ts"
 import { type AuditEvent, type Columns, columnsOf, pack, type Packed, unpackEvent } from "./events.ts"
 
 /** The key of the chain's HMAC; undefined: a plain SHA-256. */
@@ -76,8 +77,8 @@ interface HeadRow {
   readonly cut_hash: string
 }
 
-/** The statement of an append's rows; `append` gives their values in this column order. */
-const insertText = multiRowInsert("svc_audit", ["seq", "time", "kind", "action", "outcome", "agent", "client", "entity", "event", "prev_hash", "hash"])
+/** Inserts an append's rows; `append` gives their values in this column order. */
+const insertRows = flatInsert("svc_audit", ["seq", "time", "kind", "action", "outcome", "agent", "client", "entity", "event", "prev_hash", "hash"])
 
 /** Appends of this many rows or more are chained in the order of the resource each is about; see `append`. */
 export const sortedFrom = 256
@@ -118,18 +119,19 @@ export const append = (
     if (rows.length >= sortedFrom) rows.sort(byEntity)
     let seq = Number(head?.last_seq ?? 0)
     let prev = head?.last_hash ?? ""
-    for (let from = 0; from < rows.length; from += rowsPerStatement) {
-      const upTo = Math.min(rows.length, from + rowsPerStatement)
-      const values: Array<string | number | null> = []
-      for (let i = from; i < upTo; i++) {
-        const { text, columns } = rows[i]!
+    // A busy second's thousands of hashes let requests in between, as the Writer's other work does.
+    const values = yield* paced(new Pacer(workPerYield), function*() {
+      const values: Array<FlatValue> = []
+      for (const { text, columns } of rows) {
         seq += 1
         const hash = hasher(`${prev}\n${seq}\n${text}`)
         values.push(seq, columns.time, columns.kind, columns.action, columns.outcome, columns.agent, columns.client, columns.entity, text, prev, hash)
         prev = hash
+        yield 1
       }
-      yield* sql.unsafe(insertText(dialect, upTo - from), values)
-    }
+      return values
+    }())
+    yield* insertRows(sql, dialect, values)
     yield* sql`UPDATE svc_audit_head SET last_seq = ${seq}, last_hash = ${prev} WHERE id = 1`
   })
 

@@ -1,0 +1,93 @@
+/**
+ * Many rows into one Postgres table in one statement of one short text: each column's values as one array,
+ * unnested into rows by the statement (`INSERT ... SELECT * FROM unnest($1::bigint[], $2::text[], ...)`). Its
+ * text is the same for every batch of a table and it binds one value per column, where a multi-row VALUES list
+ * of thousands of rows cost Postgres more to parse and bind than to insert, and Node more to build (a parameter
+ * per value) than the values themselves (docs/performance.md). The Writer's batched rows (WriteBatch.ts), the
+ * request log and the audit trail (multiRowInsert.ts) go this way on Postgres.
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect } from "effect"
+
+/** Whether `sql` speaks to Postgres. */
+export const isPostgres = (sql: SqlClient.SqlClient): boolean => sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+
+/** Rows one statement inserts at most: a few megabytes of values. */
+export const unnestedRowsPerStatement = 8192
+
+/** The column types of a table (`format_type`), read once per client and table: what the arrays are cast to. */
+const pgColumnTypes = new WeakMap<SqlClient.SqlClient, Map<string, ReadonlyMap<string, string>>>()
+
+const columnTypesOf = (sql: SqlClient.SqlClient, table: string): Effect.Effect<ReadonlyMap<string, string>, SqlError> => {
+  let tables = pgColumnTypes.get(sql)
+  if (tables === undefined) {
+    tables = new Map()
+    pgColumnTypes.set(sql, tables)
+  }
+  const known = tables.get(table)
+  if (known !== undefined) return Effect.succeed(known)
+  return Effect.map(
+    sql<{ readonly name: string; readonly type: string }>`
+      SELECT attname AS name, format_type(atttypid, atttypmod) AS type
+      FROM pg_attribute WHERE attrelid = ${table}::regclass AND attnum > 0 AND NOT attisdropped`,
+    (rows) => {
+      const types = new Map(rows.map((row) => [row.name, row.type]))
+      tables.set(table, types)
+      return types
+    }
+  )
+}
+
+const quoted = /[\\"]/
+const toQuote = /[\\"]/g
+/** A backslash that JSON wrote before anything but a quote or a backslash: an escape an array element reads otherwise. */
+const otherEscape = /\\[^"\\]/
+
+/**
+ * A text holding quotes or backslashes as an array element: quoted, with a backslash before each. That is how
+ * JSON quotes it too, unless it holds control characters or lone surrogates (which JSON writes as `\n`,
+ * `\ud800`, where an array element wants them as they are): JSON's text is taken when it has no other escape,
+ * in native code some two to three times faster than a replacement (the audit trail's rows are JSON texts,
+ * every one with quotes).
+ */
+const escaped = (value: string): string => {
+  const json = JSON.stringify(value)
+  return otherEscape.test(json) ? `"${value.replace(toQuote, "\\$&")}"` : json
+}
+
+/**
+ * The values `valueAt(0)` to `valueAt(count - 1)` as Postgres's array text (`{1,"a b",NULL}`), made in one pass:
+ * what the driver would make of a JavaScript array, for less (it escapes every element with two replacements,
+ * where most need none). Values other than strings, numbers and booleans (none of svc's batched rows has any) go
+ * to the driver as an array.
+ */
+export const arrayLiteral = (count: number, valueAt: (row: number) => unknown): string | ReadonlyArray<unknown> => {
+  let text = "{"
+  for (let i = 0; i < count; i++) {
+    const value = valueAt(i)
+    if (i > 0) text += ","
+    if (value === null || value === undefined) text += "NULL"
+    else if (typeof value === "string") text += quoted.test(value) ? escaped(value) : `"${value}"`
+    else if (typeof value === "number" || typeof value === "boolean") text += String(value)
+    else return Array.from({ length: count }, (_, row) => valueAt(row) ?? null)
+  }
+  return text + "}"
+}
+
+/**
+ * Inserts `count` rows into `table` on Postgres in one statement, `valueAt(row, column)` giving the value of
+ * `columns[column]` in row `row` (at most `unnestedRowsPerStatement` rows: the caller cuts larger batches).
+ */
+export const insertUnnested = (
+  sql: SqlClient.SqlClient,
+  table: string,
+  columns: ReadonlyArray<string>,
+  count: number,
+  valueAt: (row: number, column: number) => unknown
+): Effect.Effect<void, SqlError> =>
+  Effect.flatMap(columnTypesOf(sql, table), (types) => {
+    const casts = columns.map((column, n) => `$${n + 1}::${types.get(column) ?? "text"}[]`)
+    const text = `INSERT INTO ${table} (${columns.map((column) => `"${column}"`).join(", ")}) SELECT * FROM unnest(${casts.join(", ")})`
+    return Effect.asVoid(sql.unsafe(text, columns.map((_, column) => arrayLiteral(count, (row) => valueAt(row, column)))))
+  })
