@@ -8,7 +8,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import { Pacer, workPerYield } from "./EventLoop.ts"
-import { insertUnnested, isPostgres, unnestedRowsPerStatement } from "./unnest.ts"
+import { insertUnnested, insertUnnestedParts, isPostgres, type TableRows, unnestedRowsPerStatement } from "./unnest.ts"
 
 /** The most values one statement may bind: SQLite's SQLITE_MAX_VARIABLE_NUMBER (since 3.32) and Postgres's protocol limit. */
 export const parameterLimit = { sqlite: 32766, pg: 65535 } as const
@@ -72,6 +72,36 @@ export const insertMany = (
         : sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`,
       pacer.step(chunk.length)
     ), { discard: true })
+}
+
+/**
+ * Postgres: the rows of every table in as few statements as `unnestedRowsPerStatement` rows a statement allows
+ * (`insertUnnestedParts`): a table's rows in pieces of at most that many, pieces gathered into a statement while
+ * they fit. A commit of a few resources is one round trip; a large Bundle's rows still let other requests in
+ * between statements.
+ */
+const insertTogether = (sql: SqlClient.SqlClient, tables: ReadonlyMap<string, ReadonlyArray<Record<string, unknown>>>): Effect.Effect<void, SqlError> => {
+  const statements: Array<Array<TableRows>> = []
+  let current: Array<TableRows> = []
+  let held = 0
+  for (const [table, rows] of tables) {
+    if (rows.length === 0) continue
+    const columns = Object.keys(rows[0]!)
+    for (let start = 0; start < rows.length; start += unnestedRowsPerStatement) {
+      const count = Math.min(rows.length - start, unnestedRowsPerStatement)
+      if (held + count > unnestedRowsPerStatement && current.length > 0) {
+        statements.push(current)
+        current = []
+        held = 0
+      }
+      current.push({ table, columns, count, valueAt: (row, column) => rows[start + row]![columns[column]!] })
+      held += count
+    }
+  }
+  if (current.length > 0) statements.push(current)
+  const pacer = new Pacer(workPerYield)
+  return Effect.forEach(statements, (parts) =>
+    Effect.zipRight(insertUnnestedParts(sql, parts), pacer.step(parts.reduce((sum, part) => sum + part.count, 0))), { discard: true })
 }
 
 /** A batch's rows at a point (`WriteBatch.mark`). */
@@ -143,6 +173,7 @@ export class WriteBatch {
     const tables = this.tables
     this.tables = new Map()
     this.resources = new Set()
+    if (isPostgres(sql)) return insertTogether(sql, tables)
     // The resources' own rows first (a create's, in a group commit): the rows about them follow.
     const ordered = [...tables].sort(([a], [b]) => (a === "resources" ? -1 : b === "resources" ? 1 : 0))
     return Effect.forEach(ordered, ([table, rows]) => insertMany(sql, table, rows), { discard: true })

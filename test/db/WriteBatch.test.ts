@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { Database } from "../../src/db/Database.ts"
 import { chunkSizes, insertMany, parameterLimit, rowsPerStatement, valuesPerStatement, WriteBatch } from "../../src/db/WriteBatch.ts"
 import { workPerYield } from "../../src/db/EventLoop.ts"
+import { unnestedRowsPerStatement } from "../../src/db/unnest.ts"
 import { backends } from "../support/backends.ts"
 import { withStore } from "../support/store.ts"
 
@@ -82,6 +83,25 @@ for (const backend of backends) {
         expect(batch.isEmpty).toBe(true)
         yield* batch.flush(sql)
         expect([yield* count("search_date"), yield* count("search_uri")]).toEqual([3, 1])
+      })))
+
+    it.scoped("insert every table's rows on a flush, in their order, when together they are more than one statement takes", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        const { writer: sql } = yield* Database
+        const batch = new WriteBatch()
+        // On Postgres the tables' rows go in statements of several tables, `unnestedRowsPerStatement` rows each at most.
+        const dates = dateRows(unnestedRowsPerStatement - 5)
+        const uris = Array.from({ length: unnestedRowsPerStatement + 9 }, (_, n) => ({ rkey: n, type: "Observation", param: "url", value: `http://example.org/${n}` }))
+        for (const row of dates) batch.add("search_date", row)
+        for (const row of uris) batch.add("search_uri", row)
+        batch.add("search_string", { rkey: 7, type: "Patient", param: "name", normalized: 'o"neil', normalized_full: null, exact: "O'Neil" })
+        yield* sql.withTransaction(batch.flush(sql))
+        const dated = yield* sql<{ readonly param: string }>`SELECT param FROM search_date ORDER BY rkey`
+        const uri = yield* sql<{ readonly value: string }>`SELECT value FROM search_uri ORDER BY rkey`
+        const strings = yield* sql<{ readonly normalized: string; readonly exact: string }>`SELECT normalized, exact FROM search_string`
+        expect(dated.map((row) => row.param)).toEqual(dates.map((row) => row.param))
+        expect(uri.map((row) => row.value)).toEqual(uris.map((row) => row.value))
+        expect(strings).toEqual([{ normalized: 'o"neil', exact: "O'Neil" }])
       })))
   })
 }
