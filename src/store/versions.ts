@@ -66,12 +66,9 @@ export const putVersion = (
   Effect.gen(function*() {
     if (input.fresh === true && batch !== undefined && isPostgres(sql)) {
       const rkey = yield* nextRowKey(sql)
-      const resource = withServerMeta(input.resource, input.id, 1, input.commitTs)
-      const content = stringifyJson(resource)
       batch.about(input.type, input.id)
       batch.add("resources", { rkey, type: input.type, id: input.id, version: 1, commit_ts: input.commitTs, deleted: false })
-      batch.add("resource_versions", { rkey, version: 1, commit_ts: input.commitTs, op: "create", content })
-      return { rkey, version: 1, resource, content }
+      return batchVersion(batch, input, rkey, 1, input.commitTs, "create")
     }
     const rows = yield* sql<{ readonly rkey: number | string; readonly version: number}>`
       INSERT INTO resources (type, id, version, commit_ts, deleted)
@@ -82,19 +79,33 @@ export const putVersion = (
         deleted = excluded.deleted
       RETURNING rkey, version`
     const row = rows[0]!
+    const op: Operation = row.version === 1 ? "create" : input.patched === true ? "patch" : "update"
+    if (batch !== undefined) {
+      batch.about(input.type, input.id)
+      return batchVersion(batch, input, Number(row.rkey), row.version, input.commitTs, op)
+    }
     const resource = withServerMeta(input.resource, input.id, row.version, input.commitTs)
     const content = stringifyJson(resource)
-    const op: Operation = row.version === 1 ? "create" : input.patched === true ? "patch" : "update"
-    if (batch === undefined) {
-      yield* sql`
-        INSERT INTO resource_versions (rkey, version, commit_ts, op, content)
-        VALUES (${row.rkey}, ${row.version}, ${input.commitTs}, ${op}, ${content})`
-    } else {
-      batch.about(input.type, input.id)
-      batch.add("resource_versions", { rkey: row.rkey, version: row.version, commit_ts: input.commitTs, op, content })
-    }
+    yield* sql`
+      INSERT INTO resource_versions (rkey, version, commit_ts, op, content)
+      VALUES (${row.rkey}, ${row.version}, ${input.commitTs}, ${op}, ${content})`
     return { rkey: Number(row.rkey), version: row.version, resource, content }
   })
+
+/** The stored form of `input` as version `version` of the resource `rkey`, its version row added to `batch`. */
+const batchVersion = (
+  batch: WriteBatch,
+  input: { readonly id: string; readonly resource: Record<string, unknown> },
+  rkey: number,
+  version: number,
+  commitTs: number,
+  op: Operation
+): StoredVersion => {
+  const resource = withServerMeta(input.resource, input.id, version, commitTs)
+  const content = stringifyJson(resource)
+  batch.add("resource_versions", { rkey, version, commit_ts: commitTs, op, content })
+  return { rkey, version, resource, content }
+}
 
 /** Row keys taken from the `resources` sequence at a time, for creates whose rows are batched. */
 const rowKeysAtATime = 64
@@ -154,11 +165,8 @@ export const putVersions = (
     }
     return inputs.map((input) => {
       const row = keys.get(`${input.type}/${input.id}`)!
-      const resource = withServerMeta(input.resource, input.id, row.version, commitTs)
-      const content = stringifyJson(resource)
       batch.about(input.type, input.id)
-      batch.add("resource_versions", { rkey: row.rkey, version: row.version, commit_ts: commitTs, op: row.version === 1 ? "create" : "update", content })
-      return { rkey: row.rkey, version: row.version, resource, content }
+      return batchVersion(batch, input, row.rkey, row.version, commitTs, row.version === 1 ? "create" : "update")
     })
   })
 
