@@ -78,6 +78,11 @@ export interface Admission {
   inEdge: boolean
   closed: boolean
   completed: boolean
+  /**
+   * A fast handler waited the pool's whole wait for a database connection and found none (src/rest/fastPg.ts): the
+   * Effect edge answers 503 at once rather than wait as long again.
+   */
+  poolWaited?: boolean
 }
 
 /** The admission of the request being answered, as the Effect side reads it. */

@@ -233,6 +233,8 @@ export const make = (options: { readonly maxBodyBytes: number; readonly maxBundl
       const origin = Option.isNone(admission)
         ? systemOrigin
         : { actor: callerKey(admission.value.principal), requestId: admission.value.requestId, client: admission.value.client }
+      // The fast path waited for a connection as long as the pool lets a request wait, and found none.
+      if (Option.isSome(admission) && admission.value.poolWaited === true) return yield* databaseFailure("pool", undefined)
       return yield* dispatch(request, route, segments, capabilities).pipe(
         withOrigin(origin),
         Effect.catchTag("FhirError", (error) => Effect.succeed(errorResponse(error, negotiated, catalog))),

@@ -15,12 +15,14 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { Statement } from "@effect/sql"
 import { Effect, Scope } from "effect"
-import type { ServerResponse } from "node:http"
+import type { IncomingMessage, ServerResponse } from "node:http"
 import type pg from "pg"
 import type { FastHandler, FastSlot } from "../http/Server.ts"
 import { answerRead, answerSearch, type FastCounts, fastReadTarget, followServed } from "./fastRead.ts"
 import { answerPlanLater, type FastSearchPlanning, planFastSearch, preparedLimit, textHash } from "./fastSearch.ts"
 import { ChangeFeed } from "../db/ChangeFeed.ts"
+import { databaseLimit } from "../db/errors.ts"
+import type { Admission } from "../http/FrontDoor.ts"
 import type { ReadCache } from "./readCache.ts"
 
 interface Row {
@@ -112,7 +114,7 @@ export const fastPg = (options: FastPgOptions): FastHandler => {
           counts.reads++
           answerRead(response, admission, { version: row.version, commit_ts: row.commit_ts, content: row.content })
         },
-        () => admission.closed ? undefined : decline(request, response)
+        (error: unknown) => failed(request, response, admission, decline, error)
       )
       return true
     }
@@ -130,10 +132,20 @@ export const fastPg = (options: FastPgOptions): FastHandler => {
         counts.searches++
         answerSearch(response, admission, text)
       },
-      () => admission.closed ? undefined : decline(request, response)
+      (error: unknown) => failed(request, response, admission, decline, error)
     )
     return true
   }
+}
+
+/**
+ * A statement that failed goes to the general path, which answers as it does (503, ...); one that found no pool
+ * connection within the pool's wait is marked so that the general path answers its 503 at once.
+ */
+const failed = (request: IncomingMessage, response: ServerResponse, admission: Admission, decline: (request: IncomingMessage, response: ServerResponse) => void, error: unknown) => {
+  if (admission.closed) return
+  if (databaseLimit(error) === "pool") admission.poolWaited = true
+  decline(request, response)
 }
 
 /**
