@@ -8,7 +8,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import type { Dialect } from "./Database.ts"
-import { insertUnnested, unnestedRowsPerStatement } from "./unnest.ts"
+import { insertUnnestedParts, type Then, unnestedRowsPerStatement } from "./unnest.ts"
 
 /** Rows one SQLite statement inserts at most; a larger batch takes several statements. */
 const rowsPerStatement = 100
@@ -33,23 +33,26 @@ export type FlatValue = string | number | null
 
 /**
  * The inserter of rows of `columns` into `table`: `values` holds the rows one after the other, each with a value
- * per column in the order of `columns`.
+ * per column in the order of `columns`. `then` runs after the rows: on Postgres in the last insert's statement
+ * (`Then`), on SQLite as a statement of its own.
  */
 export const flatInsert = (table: string, columns: ReadonlyArray<string>) => {
   const width = columns.length
   const textOf = multiRowInsert(table, columns)
-  return (sql: SqlClient.SqlClient, dialect: Dialect, values: ReadonlyArray<FlatValue>): Effect.Effect<void, SqlError> => {
+  return (sql: SqlClient.SqlClient, dialect: Dialect, values: ReadonlyArray<FlatValue>, then?: { readonly sqlite: Effect.Effect<unknown, SqlError>; readonly pg: Then }): Effect.Effect<void, SqlError> => {
     const count = Math.floor(values.length / width)
     const perStatement = dialect === "pg" ? unnestedRowsPerStatement : rowsPerStatement
     const statements: Array<Effect.Effect<unknown, SqlError>> = []
     for (let from = 0; from < count; from += perStatement) {
       const rows = Math.min(count, from + perStatement) - from
+      const last = from + perStatement >= count
       statements.push(
         dialect === "pg"
-          ? insertUnnested(sql, table, columns, rows, (row, column) => values[(from + row) * width + column])
+          ? insertUnnestedParts(sql, [{ table, columns, count: rows, valueAt: (row, column) => values[(from + row) * width + column] }], last ? then?.pg : undefined)
           : sql.unsafe(textOf(dialect, rows), values.slice(from * width, (from + rows) * width))
       )
     }
+    if (then !== undefined && (dialect !== "pg" || count === 0)) statements.push(dialect === "pg" ? insertUnnestedParts(sql, [], then.pg) : then.sqlite)
     return Effect.all(statements, { discard: true })
   }
 }

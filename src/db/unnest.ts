@@ -75,6 +75,16 @@ export const arrayLiteral = (count: number, valueAt: (row: number) => unknown): 
   return text + "}"
 }
 
+/**
+ * A statement that ends the inserts' statement (`insertUnnestedParts`), after them: its text given the number of
+ * its first parameter, and its values. What must follow the rows in the same transaction goes with them in one
+ * round trip (the audit chain's head after its rows).
+ */
+export interface Then {
+  readonly text: (firstParameter: number) => string
+  readonly values: ReadonlyArray<string | number>
+}
+
 /** Rows of one table, one part of a statement (`insertUnnestedParts`). */
 export interface TableRows {
   readonly table: string
@@ -91,10 +101,10 @@ export interface TableRows {
  * happen in no set order, which no table here minds (no row refers to another by a foreign key; each unique key
  * is one table's own). Each part's rows stay in their order.
  */
-export const insertUnnestedParts = (sql: SqlClient.SqlClient, parts: ReadonlyArray<TableRows>): Effect.Effect<void, SqlError> => {
-  if (parts.length === 0) return Effect.void
+export const insertUnnestedParts = (sql: SqlClient.SqlClient, parts: ReadonlyArray<TableRows>, then?: Then): Effect.Effect<void, SqlError> => {
+  if (parts.length === 0 && then === undefined) return Effect.void
   return Effect.flatMap(Effect.forEach(parts, (part) => columnTypesOf(sql, part.table)), (types) => {
-    const values: Array<string | ReadonlyArray<unknown>> = []
+    const values: Array<unknown> = []
     const inserts = parts.map((part, p) => {
       const casts = part.columns.map((column, c) => {
         values.push(arrayLiteral(part.count, (row) => part.valueAt(row, c)))
@@ -102,7 +112,13 @@ export const insertUnnestedParts = (sql: SqlClient.SqlClient, parts: ReadonlyArr
       })
       return `INSERT INTO ${part.table} (${part.columns.map((column) => `"${column}"`).join(", ")}) SELECT * FROM unnest(${casts.join(", ")})`
     })
-    const last = inserts.pop()!
+    let last: string
+    if (then === undefined) {
+      last = inserts.pop()!
+    } else {
+      last = then.text(values.length + 1)
+      values.push(...then.values)
+    }
     const text = inserts.length === 0 ? last : `WITH ${inserts.map((insert, n) => `i${n} AS (${insert})`).join(", ")} ${last}`
     return Effect.asVoid(sql.unsafe(text, values))
   })

@@ -25,6 +25,15 @@ for (const backend of backends) {
         const rows = yield* db.writer<{ readonly time: number | string; readonly request_id: string; readonly path: string; readonly resource_type: string | null }>`
           SELECT time, request_id, path, resource_type FROM svc_request_log ORDER BY id`
         expect(rows.length).toBe(count)
+        // A statement to run after the rows: on Postgres in the last insert's statement.
+        yield* db.writer.withTransaction(insertRows(db.writer, db.dialect, values.slice(0, 3 * columns.length), {
+          sqlite: db.writer`UPDATE svc_audit_head SET last_seq = ${count}, last_hash = ${"after"} WHERE id = 1`,
+          pg: { text: (n) => `UPDATE svc_audit_head SET last_seq = $${n}, last_hash = $${n + 1} WHERE id = 1`, values: [count, "after"] }
+        }))
+        const head = yield* db.writer<{ readonly last_seq: number | string; readonly last_hash: string }>`SELECT last_seq, last_hash FROM svc_audit_head`
+        expect(head.map((row) => [Number(row.last_seq), row.last_hash])).toEqual([[count, "after"]])
+        const more = yield* db.writer<{ readonly n: number | string }>`SELECT count(*) AS n FROM svc_request_log`
+        expect(Number(more[0]!.n)).toBe(count + 3)
         expect(rows.map((row) => [Number(row.time), row.request_id, row.path, row.resource_type])).toEqual(
           Array.from({ length: count }, (_, n) => [n, `r${n}`, paths[n % paths.length], n % 3 === 0 ? null : "Patient"]))
       })))

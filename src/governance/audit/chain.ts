@@ -131,8 +131,11 @@ export const append = (
       }
       return values
     }())
-    yield* insertRows(sql, dialect, values)
-    yield* sql`UPDATE svc_audit_head SET last_seq = ${seq}, last_hash = ${prev} WHERE id = 1`
+    // The head moves with the rows, in the rows' statement on Postgres (one round trip).
+    yield* insertRows(sql, dialect, values, {
+      sqlite: sql`UPDATE svc_audit_head SET last_seq = ${seq}, last_hash = ${prev} WHERE id = 1`,
+      pg: { text: (n) => `UPDATE svc_audit_head SET last_seq = $${n}, last_hash = $${n + 1} WHERE id = 1`, values: [seq, prev] }
+    })
   })
 
 /** How verification tells tampering apart; see `verify`. */
