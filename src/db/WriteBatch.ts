@@ -8,7 +8,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 import { Pacer, workPerYield } from "./EventLoop.ts"
-import { insertUnnested, insertUnnestedParts, isPostgres, type TableRows, unnestedRowsPerStatement } from "./unnest.ts"
+import { insertUnnestedParts, isPostgres, type TableRows, unnestedRowsPerStatement } from "./unnest.ts"
 
 /** The most values one statement may bind: SQLite's SQLITE_MAX_VARIABLE_NUMBER (since 3.32) and Postgres's protocol limit. */
 export const parameterLimit = { sqlite: 32766, pg: 65535 } as const
@@ -47,7 +47,8 @@ export const chunkSizes = (sql: SqlClient.SqlClient, count: number, max: number)
 
 /**
  * Inserts `rows` (all with the same columns, in the same order) into `table` in as few statements as
- * the parameter limit allows (see `chunkSizes`), in their order; on Postgres as arrays, one per column.
+ * the parameter limit allows (see `chunkSizes`), in their order; on Postgres as arrays, one per column
+ * (`insertTogether`).
  */
 export const insertMany = (
   sql: SqlClient.SqlClient,
@@ -55,23 +56,16 @@ export const insertMany = (
   rows: ReadonlyArray<Record<string, unknown>>
 ): Effect.Effect<void, SqlError> => {
   if (rows.length === 0) return Effect.void
-  const columns = Object.keys(rows[0]!)
-  const unnested = isPostgres(sql)
+  if (isPostgres(sql)) return insertTogether(sql, new Map([[table, rows]]))
   let start = 0
-  const chunks = chunkSizes(sql, rows.length, unnested ? unnestedRowsPerStatement : rowsPerStatement(sql, columns.length)).map((size) => {
+  const chunks = chunkSizes(sql, rows.length, rowsPerStatement(sql, Object.keys(rows[0]!).length)).map((size) => {
     const chunk = rows.slice(start, start + size)
     start += size
     return chunk
   })
   // Many rows (a large Bundle, a resource with thousands of index values) let other requests in between statements.
   const pacer = new Pacer(workPerYield)
-  return Effect.forEach(chunks, (chunk) =>
-    Effect.zipRight(
-      unnested
-        ? insertUnnested(sql, table, columns, chunk.length, (row, column) => chunk[row]![columns[column]!])
-        : sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`,
-      pacer.step(chunk.length)
-    ), { discard: true })
+  return Effect.forEach(chunks, (chunk) => Effect.zipRight(sql`INSERT INTO ${sql(table)} ${sql.insert(chunk)}`, pacer.step(chunk.length)), { discard: true })
 }
 
 /**

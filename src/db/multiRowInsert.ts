@@ -34,12 +34,12 @@ export type FlatValue = string | number | null
 /**
  * The inserter of rows of `columns` into `table`: `values` holds the rows one after the other, each with a value
  * per column in the order of `columns`. `then` runs after the rows: on Postgres in the last insert's statement
- * (`Then`), on SQLite as a statement of its own.
+ * (`Then`), on SQLite as a statement of its own (its placeholders `?`).
  */
 export const flatInsert = (table: string, columns: ReadonlyArray<string>) => {
   const width = columns.length
   const textOf = multiRowInsert(table, columns)
-  return (sql: SqlClient.SqlClient, dialect: Dialect, values: ReadonlyArray<FlatValue>, then?: { readonly sqlite: Effect.Effect<unknown, SqlError>; readonly pg: Then }): Effect.Effect<void, SqlError> => {
+  return (sql: SqlClient.SqlClient, dialect: Dialect, values: ReadonlyArray<FlatValue>, then?: Then): Effect.Effect<void, SqlError> => {
     const count = Math.floor(values.length / width)
     const perStatement = dialect === "pg" ? unnestedRowsPerStatement : rowsPerStatement
     const statements: Array<Effect.Effect<unknown, SqlError>> = []
@@ -48,11 +48,13 @@ export const flatInsert = (table: string, columns: ReadonlyArray<string>) => {
       const last = from + perStatement >= count
       statements.push(
         dialect === "pg"
-          ? insertUnnestedParts(sql, [{ table, columns, count: rows, valueAt: (row, column) => values[(from + row) * width + column] }], last ? then?.pg : undefined)
+          ? insertUnnestedParts(sql, [{ table, columns, count: rows, valueAt: (row, column) => values[(from + row) * width + column] }], last ? then : undefined)
           : sql.unsafe(textOf(dialect, rows), values.slice(from * width, (from + rows) * width))
       )
     }
-    if (then !== undefined && (dialect !== "pg" || count === 0)) statements.push(dialect === "pg" ? insertUnnestedParts(sql, [], then.pg) : then.sqlite)
+    if (then !== undefined && (dialect !== "pg" || count === 0)) {
+      statements.push(dialect === "pg" ? insertUnnestedParts(sql, [], then) : sql.unsafe(then.text(() => "?"), then.values))
+    }
     return Effect.all(statements, { discard: true })
   }
 }

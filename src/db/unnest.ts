@@ -62,7 +62,7 @@ const escaped = (value: string): string => {
  * where most need none). Values other than strings, numbers and booleans (none of svc's batched rows has any) go
  * to the driver as an array.
  */
-export const arrayLiteral = (count: number, valueAt: (row: number) => unknown): string | ReadonlyArray<unknown> => {
+const arrayLiteral = (count: number, valueAt: (row: number) => unknown): string | ReadonlyArray<unknown> => {
   let text = "{"
   for (let i = 0; i < count; i++) {
     const value = valueAt(i)
@@ -81,7 +81,8 @@ export const arrayLiteral = (count: number, valueAt: (row: number) => unknown): 
  * round trip (the audit chain's head after its rows).
  */
 export interface Then {
-  readonly text: (firstParameter: number) => string
+  /** Its text, `parameter(k)` giving the placeholder of its `k`th value (from 0) in the dialect's form. */
+  readonly text: (parameter: (k: number) => string) => string
   readonly values: ReadonlyArray<string | number>
 }
 
@@ -116,22 +117,11 @@ export const insertUnnestedParts = (sql: SqlClient.SqlClient, parts: ReadonlyArr
     if (then === undefined) {
       last = inserts.pop()!
     } else {
-      last = then.text(values.length + 1)
+      const first = values.length + 1
+      last = then.text((k) => `$${first + k}`)
       values.push(...then.values)
     }
     const text = inserts.length === 0 ? last : `WITH ${inserts.map((insert, n) => `i${n} AS (${insert})`).join(", ")} ${last}`
     return Effect.asVoid(sql.unsafe(text, values))
   })
 }
-
-/**
- * Inserts `count` rows into `table` on Postgres in one statement, `valueAt(row, column)` giving the value of
- * `columns[column]` in row `row` (at most `unnestedRowsPerStatement` rows: the caller cuts larger batches).
- */
-export const insertUnnested = (
-  sql: SqlClient.SqlClient,
-  table: string,
-  columns: ReadonlyArray<string>,
-  count: number,
-  valueAt: (row: number, column: number) => unknown
-): Effect.Effect<void, SqlError> => insertUnnestedParts(sql, [{ table, columns, count, valueAt }])

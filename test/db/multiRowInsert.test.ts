@@ -27,8 +27,8 @@ for (const backend of backends) {
         expect(rows.length).toBe(count)
         // A statement to run after the rows: on Postgres in the last insert's statement.
         yield* db.writer.withTransaction(insertRows(db.writer, db.dialect, values.slice(0, 3 * columns.length), {
-          sqlite: db.writer`UPDATE svc_audit_head SET last_seq = ${count}, last_hash = ${"after"} WHERE id = 1`,
-          pg: { text: (n) => `UPDATE svc_audit_head SET last_seq = $${n}, last_hash = $${n + 1} WHERE id = 1`, values: [count, "after"] }
+          text: (parameter) => `UPDATE svc_audit_head SET last_seq = ${parameter(0)}, last_hash = ${parameter(1)} WHERE id = 1`,
+          values: [count, "after"]
         }))
         const head = yield* db.writer<{ readonly last_seq: number | string; readonly last_hash: string }>`SELECT last_seq, last_hash FROM svc_audit_head`
         expect(head.map((row) => [Number(row.last_seq), row.last_hash])).toEqual([[count, "after"]])

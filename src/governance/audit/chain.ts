@@ -133,8 +133,8 @@ export const append = (
     }())
     // The head moves with the rows, in the rows' statement on Postgres (one round trip).
     yield* insertRows(sql, dialect, values, {
-      sqlite: sql`UPDATE svc_audit_head SET last_seq = ${seq}, last_hash = ${prev} WHERE id = 1`,
-      pg: { text: (n) => `UPDATE svc_audit_head SET last_seq = $${n}, last_hash = $${n + 1} WHERE id = 1`, values: [seq, prev] }
+      text: (parameter) => `UPDATE svc_audit_head SET last_seq = ${parameter(0)}, last_hash = ${parameter(1)} WHERE id = 1`,
+      values: [seq, prev]
     })
   })
 
