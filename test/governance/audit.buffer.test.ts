@@ -41,8 +41,21 @@ const setup = (kind: (typeof backends)[number]["kind"], audit: Partial<AppConfig
     yield* migrate({ fhirVersion: "r4" }).pipe(Effect.provide(database))
     const writer = yield* Layer.build(Layer.provide(writerLayer, Layer.succeedContext(database)))
     const broken = { on: false }
+    // Counts the appender's commits; `during` runs as one starts (requests that complete while it appends).
+    const commits = { count: 0, during: undefined as (() => void) | undefined }
     const real = writer.unsafeMap.get(Writer.key) as Writer["Type"]
-    const flaky = Writer.of({ ...real, commit: (command) => Effect.suspend(() => (broken.on ? Effect.die("database down") : real.commit(command))) })
+    const flaky = Writer.of({
+      ...real,
+      commit: (command) =>
+        Effect.suspend(() => {
+          if (broken.on) return Effect.die("database down")
+          commits.count += 1
+          const during = commits.during
+          commits.during = undefined
+          during?.()
+          return real.commit(command)
+        })
+    })
     const readiness = yield* makeReadiness
     yield* readiness.serving(Effect.succeed({ status: "ok" }), Effect.succeed({}))
     const layer = Layer.mergeAll(
@@ -52,7 +65,7 @@ const setup = (kind: (typeof backends)[number]["kind"], audit: Partial<AppConfig
       Layer.succeed(AuditKey, undefined),
       Layer.succeed(Readiness, readiness)
     )
-    return { layer, broken, readiness }
+    return { layer, broken, readiness, commits }
   })
 
 const rows = Effect.flatMap(Database, (db) => db.writer<{ kind: string; outcome: string; event: string }>`SELECT kind, outcome, event FROM svc_audit ORDER BY seq`)
@@ -94,6 +107,33 @@ describe.each(backends)("the audit buffer on $kind", ({ kind, skip }) => {
         const written = yield* rows
         expect(written.length).toBe(31)
         expect(written[30]!.kind).toBe("admin")
+      }).pipe(Effect.provide(layer))
+    }))
+
+  it.scoped.skipIf(skip)("appends a second's events in one commit: those that come during an append wait for the next gathering", () =>
+    Effect.gen(function*() {
+      const { layer, commits } = yield* setup(kind)
+      yield* Effect.gen(function*() {
+        const trail = yield* makeTrail
+        const listener = trail.rules.listeners[0]!
+        for (let i = 0; i < 3; i++) listener(completion(`/fhir/Patient/a${i}`, 200))
+        // Reads that complete while the first append runs.
+        commits.during = () => {
+          for (let i = 0; i < 4; i++) listener(completion(`/fhir/Patient/b${i}`, 200))
+        }
+        yield* TestClock.adjust("1 second")
+        yield* Effect.repeat(Effect.sync(() => commits.count), { until: (n) => n >= 1 })
+        // Let the appender finish that append and go on as far as it will without the clock moving.
+        for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+        yield* Effect.repeat(Effect.flatMap(rows, (written) => Effect.succeed(written.length)), { until: (n) => n > 0 })
+        expect(commits.count).toBe(1)
+        expect(trail.waiting()).toBe(4)
+        // The next gathering appends them, in one commit.
+        yield* TestClock.adjust("1 second")
+        yield* trail.flush
+        expect(commits.count).toBe(2)
+        expect(trail.waiting()).toBe(0)
+        expect((yield* rows).length).toBe(7)
       }).pipe(Effect.provide(layer))
     }))
 

@@ -216,11 +216,28 @@ export const make: Effect.Effect<AuditTrail, never, GovernanceSettings | AuditKe
     )
   }))
 
-  /** Appends everything buffered; stops at the first failure. */
+  /**
+   * Appends the events queued before `target` was counted (in batches of at most `batchRows`; a batch also takes
+   * those queued since, up to its size); stops at the first failure. Events that come while it appends wait for
+   * the next gathering: chasing them kept the appender committing every few milliseconds under a steady load of
+   * reads, a transaction (and a WAL flush) for a handful of rows.
+   */
+  const drainUntil = (target: number): Effect.Effect<boolean> => Effect.suspend(() => {
+    if ((appended >= target || buffer.length === 0) && lost === 0) return Effect.succeed(true)
+    return Effect.flatMap(appendBatch, (ok) => (ok ? drainUntil(target) : Effect.succeed(false)))
+  })
+
+  /** Appends what is queued now; see `drainUntil`. */
   const drain: Effect.Effect<boolean> = Effect.suspend(() => {
     closeSecond(clock.unsafeCurrentTimeMillis())
+    return drainUntil(enqueued)
+  })
+
+  /** Appends until nothing is queued, whatever comes meanwhile (the server is stopping); stops at the first failure. */
+  const drainAll: Effect.Effect<boolean> = Effect.suspend(() => {
+    closeSecond(clock.unsafeCurrentTimeMillis())
     if (buffer.length === 0 && lost === 0) return Effect.succeed(true)
-    return Effect.flatMap(appendBatch, (ok) => (ok ? drain : Effect.succeed(false)))
+    return Effect.flatMap(appendBatch, (ok) => (ok ? drainAll : Effect.succeed(false)))
   })
 
   /** Until a push wakes it, or, while refusals are being counted, a second passes (to close that second). */
@@ -250,7 +267,7 @@ export const make: Effect.Effect<AuditTrail, never, GovernanceSettings | AuditKe
   if (audit.enabled) {
     // Registered before the loop starts, so it runs after the loop is stopped: what is left is appended.
     yield* Effect.addFinalizer(() =>
-      drain.pipe(Effect.timeout(Duration.seconds(5)), Effect.ignore, Effect.zipRight(Effect.suspend(() =>
+      drainAll.pipe(Effect.timeout(Duration.seconds(5)), Effect.ignore, Effect.zipRight(Effect.suspend(() =>
         buffer.length > 0 || lost > 0 ? Effect.logError(`${buffer.length + lost} audit events could not be written before the process stopped`) : Effect.void
       )))
     )
