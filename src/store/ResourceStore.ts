@@ -112,9 +112,21 @@ export const make = Effect.gen(function*() {
   const settings = yield* StoreSettings
 
   const transaction = <A, E, R>(scope: WriteScope, command: (env: CommandEnv) => Effect.Effect<A, E, R>) =>
-    writer.commit((commit: CommitContext) =>
+    writer.commit((given: CommitContext) =>
       Effect.gen(function*() {
         const references = referenceCheck(settings.referencePolicy, scope.base, scope.catalog)
+        // What the transaction holds at its end: a reference to one of these needs no look in the database (the
+        // resources of a transaction Bundle referring to each other).
+        const written = new Set<string>()
+        const commit: CommitContext = {
+          ...given,
+          record: (change) => {
+            const key = `${change.type}/${change.id}`
+            if (change.op === "delete") written.delete(key)
+            else written.add(key)
+            given.record(change)
+          }
+        }
         const now = yield* Clock.currentTimeMillis
         const env = {
           sql,
@@ -130,8 +142,8 @@ export const make = Effect.gen(function*() {
         }
         const value = yield* runCommand(env, command)
         // The targets are looked up in `resources`: in a group commit, a create's row may still be in the batch.
-        if (commit.writes !== undefined && references.readsDatabase() && commit.writes.holdsRowsOf("resources")) yield* commit.writes.flush(sql)
-        const issues = yield* references.verify(sql)
+        if (commit.writes !== undefined && references.readsDatabase(written) && commit.writes.holdsRowsOf("resources")) yield* commit.writes.flush(sql)
+        const issues = yield* references.verify(sql, written)
         if (issues.length > 0) return yield* invalidReferences(issues)
         return value
       })

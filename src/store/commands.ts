@@ -179,6 +179,8 @@ export interface CheckedCreate {
   readonly type: string
   readonly id: string
   readonly resource: Record<string, unknown>
+  /** The id is a random UUID the server chose for this create (see `putVersion`). */
+  readonly fresh?: boolean
 }
 
 /** The checks and the validation of `createCommand`, with the same errors; the references are noted. */
@@ -208,7 +210,7 @@ export const writeCreates = (
     // In pieces, so that the versions' JSON of a large Bundle is not written in one go (other requests get in between).
     for (let start = 0; start < creates.length; start += createsPerPiece) {
       const piece = creates.slice(start, start + createsPerPiece)
-      const stored = yield* putVersions(env.sql, piece, env.commit.commitTs, env.writes)
+      const stored = yield* putVersions(env.sql, piece, env.commit.commitTs, env.writes, piece.every((create) => create.fresh === true))
       for (const [k, create] of piece.entries()) {
         const version = stored[k]!
         const rows = yield* Effect.mapError(indexRows(env, create.type, create.id, version.resource), (error) => named(start + k, error))

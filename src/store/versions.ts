@@ -2,9 +2,10 @@
  * Resource versions in the database (ARCHITECTURE.md, Storage): `resources` points at each
  * resource's current version, `resource_versions` keeps every version as the JSON text served.
  */
+import { type SqlClient as Client, TransactionConnection } from "@effect/sql/SqlClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import { stringifyJson } from "../json/Json.ts"
 import { carryLexical } from "../json/lexical.ts"
 import type { Operation } from "../db/ChangeFeed.ts"
@@ -65,10 +66,8 @@ export const putVersion = (
 ): Effect.Effect<StoredVersion, SqlError> =>
   Effect.gen(function*() {
     if (input.fresh === true && batch !== undefined && isPostgres(sql)) {
-      const rkey = yield* nextRowKey(sql)
-      batch.about(input.type, input.id)
-      batch.add("resources", { rkey, type: input.type, id: input.id, version: 1, commit_ts: input.commitTs, deleted: false })
-      return batchVersion(batch, input, rkey, 1, input.commitTs, "create")
+      const [rkey] = yield* nextRowKeys(sql, 1)
+      return freshVersion(batch, input, rkey!, input.commitTs)
     }
     const rows = yield* sql<{ readonly rkey: number | string; readonly version: number}>`
       INSERT INTO resources (type, id, version, commit_ts, deleted)
@@ -107,27 +106,43 @@ const batchVersion = (
   return { rkey, version, resource, content }
 }
 
-/** Row keys taken from the `resources` sequence at a time, for creates whose rows are batched. */
+/** A new resource (`fresh`) as version 1 under the row key `rkey`: its row and its version's join `batch`. */
+const freshVersion = (batch: WriteBatch, input: { readonly type: string; readonly id: string; readonly resource: Record<string, unknown> }, rkey: number, commitTs: number): StoredVersion => {
+  batch.about(input.type, input.id)
+  batch.add("resources", { rkey, type: input.type, id: input.id, version: 1, commit_ts: commitTs, deleted: false })
+  return batchVersion(batch, input, rkey, 1, commitTs, "create")
+}
+
+/** Row keys taken from the `resources` sequence at a time (at least), for creates whose rows are batched. */
 const rowKeysAtATime = 64
 
 /** Row keys taken and not yet used, per client (only the Writer's connection writes resources). */
 const rowKeys = new WeakMap<SqlClient.SqlClient, Array<number>>()
 
 /**
- * The next row key of `resources` on Postgres: one statement per `rowKeysAtATime` keys (a sequence is not
- * transactional: keys of a transaction that rolls back are skipped, as the identity column's own would be).
+ * `effect` on a connection of the pool rather than the transaction the fiber is in: for what needs no
+ * transaction, so that a command sends none of its statements (see src/db/Writer.ts, `runGroup`: a group's commands
+ * run while the group before writes, up to their first statement).
  */
-const nextRowKey = (sql: SqlClient.SqlClient): Effect.Effect<number, SqlError> => {
-  const held = rowKeys.get(sql)
-  const key = held?.shift()
-  if (key !== undefined) return Effect.succeed(key)
+const outsideTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.mapInputContext(effect, (context: Context.Context<R>) => Context.omit(TransactionConnection)(context) as Context.Context<R>)
+
+/**
+ * The next `count` row keys of `resources` on Postgres, one statement for `rowKeysAtATime` keys or as many as asked,
+ * outside the transaction (a sequence is not transactional: keys of a transaction that rolls back are skipped, as
+ * the identity column's own would be).
+ */
+const nextRowKeys = (sql: SqlClient.SqlClient, count: number): Effect.Effect<Array<number>, SqlError> => {
+  const held = rowKeys.get(sql) ?? []
+  if (held.length >= count) return Effect.succeed(held.splice(0, count))
   return Effect.map(
-    sql<{ readonly k: string | number }>`SELECT nextval(pg_get_serial_sequence('resources', 'rkey')) AS k FROM generate_series(1, ${rowKeysAtATime})`,
+    outsideTransaction((sql as Client)<{ readonly k: string | number }>`
+      SELECT nextval(pg_get_serial_sequence('resources', 'rkey')) AS k FROM generate_series(1, ${Math.max(rowKeysAtATime, count)})`),
     (rows) => {
-      const keys = rows.map((row) => Number(row.k))
-      const first = keys.shift()!
+      const keys = (rowKeys.get(sql) ?? []).concat(rows.map((row) => Number(row.k)))
+      const taken = keys.splice(0, count)
       rowKeys.set(sql, keys)
-      return first
+      return taken
     }
   )
 }
@@ -140,15 +155,22 @@ export interface NewVersion {
 
 /**
  * `putVersion` for many resources of one transaction (distinct `type/id`s), with one multi-row upsert of
- * `resources` per parameter limit; their version rows join `batch`. In the order given.
+ * `resources` per parameter limit; their version rows join `batch`. In the order given. `fresh`: every id is new
+ * (chosen by the server), and on Postgres their rows join the batch too, under row keys taken ahead, as
+ * `putVersion`'s do: the creates send no statement of their own.
  */
 export const putVersions = (
   sql: SqlClient.SqlClient,
   inputs: ReadonlyArray<NewVersion>,
   commitTs: number,
-  batch: WriteBatch
+  batch: WriteBatch,
+  fresh = false
 ): Effect.Effect<ReadonlyArray<StoredVersion>, SqlError> =>
   Effect.gen(function*() {
+    if (fresh && isPostgres(sql)) {
+      const keys = yield* nextRowKeys(sql, inputs.length)
+      return inputs.map((input, n) => freshVersion(batch, input, keys[n]!, commitTs))
+    }
     const deleted = sql.onDialectOrElse({ pg: () => false, orElse: () => 0 })
     const size = rowsPerStatement(sql, 5)
     const keys = new Map<string, { readonly rkey: number; readonly version: number }>()

@@ -44,10 +44,13 @@ interface Target {
 export interface ReferenceCheck {
   /** Checks what can be told without the database, and notes the `Type/id` targets for `verify`. */
   readonly add: (holder: string, references: ReadonlyArray<FoundReference>) => void
-  /** The issues found so far plus, under `strict`, the targets the database does not hold. */
-  readonly verify: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<Issue>, SqlError>
-  /** Whether `verify` will read the database (targets were noted). */
-  readonly readsDatabase: () => boolean
+  /**
+   * The issues found so far plus, under `strict`, the targets the database does not hold. `written`: the `Type/id`
+   * of resources the same transaction holds at its end (created or updated, not deleted), found without a look.
+   */
+  readonly verify: (sql: SqlClient.SqlClient, written?: ReadonlySet<string>) => Effect.Effect<ReadonlyArray<Issue>, SqlError>
+  /** Whether `verify` will read the database (targets were noted, other than `written`). */
+  readonly readsDatabase: (written?: ReadonlySet<string>) => boolean
 }
 
 const typeAllowed = (type: string, allowed: ReadonlyArray<string>): boolean =>
@@ -108,9 +111,13 @@ export const referenceCheck = (policy: ReferencePolicy, base: string, catalog: C
     }
   }
 
-  const verify = (sql: SqlClient.SqlClient) =>
+  /** The targets to look up: those noted, less the transaction's own. */
+  const toLookUp = (written: ReadonlySet<string> | undefined): Array<string> =>
+    written === undefined || written.size === 0 ? [...wanted.keys()] : [...wanted.keys()].filter((key) => !written.has(key))
+
+  const verify = (sql: SqlClient.SqlClient, written?: ReadonlySet<string>) =>
     Effect.gen(function*() {
-      const keys = [...wanted.keys()]
+      const keys = toLookUp(written)
       const held = new Set<string>()
       // No statement when nothing is to be looked up (nor a client needed).
       const pg = keys.length > 0 && isPostgres(sql)
@@ -132,7 +139,7 @@ export const referenceCheck = (policy: ReferencePolicy, base: string, catalog: C
       }
       const missing: Array<Issue> = []
       for (const [key, uses] of wanted) {
-        if (held.has(key)) continue
+        if (held.has(key) || written?.has(key) === true) continue
         for (const { holder, found } of uses) {
           missing.push({
             severity: "error",
@@ -145,7 +152,7 @@ export const referenceCheck = (policy: ReferencePolicy, base: string, catalog: C
       return [...issues, ...missing]
     })
 
-  return { add, verify, readsDatabase: () => wanted.size > 0 }
+  return { add, verify, readsDatabase: (written) => wanted.size > 0 && toLookUp(written).length > 0 }
 }
 
 /**

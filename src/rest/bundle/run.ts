@@ -145,7 +145,8 @@ export const checkedCreate = (env: CommandEnv, entry: Entry, plan: Plan): Effect
     const expected = ifMatchVersion(entry.ifMatch)
     if (expected instanceof FhirError) return Effect.fail(expected)
     if (entry.target._tag !== "type") return Effect.fail(fail("invalid", `POST needs a URL of the form Type`))
-    return checkCreate(env, entry.target.type, plan.resource!, id)
+    // The id of a POST without a condition is a random UUID chosen for it (Bundles.ts).
+    return Effect.map(checkCreate(env, entry.target.type, plan.resource!, id), (create) => ({ ...create, fresh: true }))
   })
 }
 
