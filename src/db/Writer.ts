@@ -112,9 +112,10 @@ interface Grouped {
  * sends none: a create of an id the server chose only adds rows to the group's batch, and the savepoint was a
  * third of a group's round trips). A command that fails after a statement is rolled back to its savepoint; one
  * that sent none has nothing in the database to undo (its batched rows are taken out by the caller). Nested
- * transactions inside the command take the depths below, as they would.
+ * transactions inside the command take the depths below, as they would. `before` is waited for ahead of the first
+ * statement: the end of the group before (see `runGroup`), so that what the command reads includes what it wrote.
  */
-const inSavepoint = <A, E, R>(sql: SqlClient, command: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+const inSavepoint = <A, E, R>(sql: SqlClient, command: Effect.Effect<A, E, R>, before: Effect.Effect<void> = Effect.void): Effect.Effect<A, E | SqlError, R> =>
   Effect.flatMap(Effect.serviceOption(TransactionConnection), (held) => {
     // Outside a transaction (never in a group): a transaction of its own.
     if (Option.isNone(held)) return sql.withTransaction(command)
@@ -122,7 +123,7 @@ const inSavepoint = <A, E, R>(sql: SqlClient, command: Effect.Effect<A, E, R>): 
     const name = `effect_sql_${depth + 1}`
     let set = false
     return Effect.flatMap(
-      Effect.cached(Effect.map(conn.executeUnprepared(`SAVEPOINT ${name}`, [], undefined), () => void (set = true))),
+      Effect.cached(Effect.zipRight(before, Effect.map(conn.executeUnprepared(`SAVEPOINT ${name}`, [], undefined), () => void (set = true)))),
       (savepoint) => {
         const inside: Connection = {
           execute: (text, params, transform) => Effect.zipRight(savepoint, conn.execute(text, params, transform)),
@@ -231,14 +232,23 @@ export const make = Effect.gen(function*() {
    * rolled back to its savepoint (its rows taken out of the batch) and answered at once; the others are answered
    * after COMMIT, or all with the transaction's failure when it fails (the batch's insert, the audit rows, the
    * lease's check).
+   *
+   * Pipelined with the group before it (docs/database.md, "Group commit"): the commands run while that group's rows
+   * are still being written and committed, on a connection of their own, and only up to their first statement,
+   * which waits for that group's end (`previous`: committed or failed, its events published), as does this group's
+   * own writing of its rows and its COMMIT. So a statement sees every commit before its group, the commits and
+   * their events keep the order of their timestamps, and a group's commands that send no statement (creates of
+   * ids the server chose, the bulk of an ingest) take Node's time while Postgres writes the group before.
+   * `commandsDone` is completed when the commands have run (or the transaction failed before they all did).
    */
-  const runGroup = (group: ReadonlyArray<Job>) =>
+  const runGroup = (group: ReadonlyArray<Job>, previous: Effect.Effect<void>, firstTs: number, commandsDone: Deferred.Deferred<number>) =>
     Effect.gen(function*() {
       const batch = new WriteBatch()
       const done: Array<{ readonly job: Job; readonly commit: CommitChanges; readonly value: unknown }> = []
       // Jobs whose outcome is final before the group's transaction ends (failed, or given up before they ran).
       const settledEarly = new Set<Job>()
-      let previous = yield* Ref.get(last)
+      // The last timestamp given out: the group before may not have committed yet.
+      let assigned = firstTs
       const transaction = Effect.gen(function*() {
         for (const job of group) {
           const grouped = job.grouped!
@@ -248,7 +258,7 @@ export const make = Effect.gen(function*() {
             continue
           }
           const now = yield* Clock.currentTimeNanos
-          const commitTs = nextCommitTs(Number(now / 1000n), previous)
+          const commitTs = nextCommitTs(Number(now / 1000n), assigned)
           const changes: Array<Change> = []
           const mark = batch.mark()
           // The caller's services were given with its command (`submit`): it needs none of the actor's.
@@ -256,12 +266,12 @@ export const make = Effect.gen(function*() {
             grouped.command({ commitTs, record: (change) => void changes.push(change), writes: batch }),
             grouped.context
           ) as Effect.Effect<unknown, unknown>
-          const fiber = yield* Effect.fork(Effect.interruptible(inSavepoint(sql, command)))
+          const fiber = yield* Effect.fork(Effect.interruptible(inSavepoint(sql, command, previous)))
           job.fiber = fiber
           if (job.cancelled) yield* Fiber.interruptFork(fiber)
           const exit = yield* Fiber.await(fiber)
           if (Exit.isSuccess(exit)) {
-            previous = commitTs
+            assigned = commitTs
             done.push({ job, commit: { commitTs, origin: grouped.origin, changes }, value: exit.value })
           } else {
             batch.restore(mark)
@@ -270,6 +280,8 @@ export const make = Effect.gen(function*() {
             yield* Deferred.succeed(job.settled!, undefined)
           }
         }
+        yield* Deferred.succeed(commandsDone, assigned)
+        yield* previous
         yield* batch.flush(sql)
         const commits = done.map((d) => d.commit)
         if (hook !== undefined && commits.some((commit) => commit.changes.length > 0)) {
@@ -278,6 +290,10 @@ export const make = Effect.gen(function*() {
         yield* finish(commits)
       })
       const exit = yield* Effect.exit(sql.withTransaction(transaction))
+      // Failed before its commands were all run (BEGIN refused, say): the next group may start. Its own end is
+      // still after the group before's, for the order of the events.
+      yield* Deferred.succeed(commandsDone, assigned)
+      yield* previous
       for (const { commit, job, value } of done) {
         if (Exit.isSuccess(exit)) {
           yield* committed(commit)
@@ -317,14 +333,33 @@ export const make = Effect.gen(function*() {
     }
     return group
   }
+  // The groups whose transactions may be open (`runGroup`): the one before the last (writing its rows, committing)
+  // and the last (its commands may still wait for that one); at most these two.
+  let writing: Deferred.Deferred<void> | undefined
+  let latest: Deferred.Deferred<void> | undefined
+  // The last timestamp a group gave out, committed or not yet.
+  let assigned = 0
+  const ended = (group: Deferred.Deferred<void> | undefined): Effect.Effect<void> => (group === undefined ? Effect.void : Deferred.await(group))
+  const scope = yield* Effect.scope
   yield* Effect.gen(function*() {
     const job = yield* nextJob
     if (job.cancelled) return
-    const group = grouping && job.grouped !== undefined && jobs.length > 0 && jobs[0]!.grouped !== undefined ? groupOf(job) : undefined
-    if (group !== undefined) {
+    if (grouping && job.grouped !== undefined) {
+      const group = groupOf(job)
       for (const member of group) member.settled = yield* Deferred.make<void>()
-      return yield* runGroup(group)
+      yield* ended(writing)
+      const commandsDone = yield* Deferred.make<number>()
+      const end = yield* Deferred.make<void>()
+      const firstTs = Math.max(yield* Ref.get(last), assigned)
+      yield* Effect.forkIn(Effect.ensuring(runGroup(group, ended(latest), firstTs, commandsDone), Deferred.succeed(end, undefined)), scope)
+      assigned = yield* Deferred.await(commandsDone)
+      writing = latest
+      latest = end
+      return
     }
+    // A command that does not share a transaction runs once no group's is open.
+    yield* ended(writing)
+    yield* ended(latest)
     const fiber = yield* Effect.fork(job.run)
     job.fiber = fiber
     // A caller interrupted just as its job started.

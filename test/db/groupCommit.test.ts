@@ -20,7 +20,9 @@ const postgres = backends.find((b) => b.kind === "postgres")!
 
 /** A migrated Postgres database, its writer lease held, and a Writer on it whose CommitHook notes each call. */
 const withGroupingWriter = <A, E>(
-  body: (hookCalls: Ref.Ref<ReadonlyArray<ReadonlyArray<CommitChanges>>>) => Effect.Effect<A, E, Writer | ChangeFeed | Database | Scope.Scope>
+  body: (hookCalls: Ref.Ref<ReadonlyArray<ReadonlyArray<CommitChanges>>>) => Effect.Effect<A, E, Writer | ChangeFeed | Database | Scope.Scope>,
+  /** Run by the CommitHook too, after the call is noted: it may hold a group before its COMMIT. */
+  inHook: (commits: ReadonlyArray<CommitChanges>) => Effect.Effect<void> = () => Effect.void
 ): Effect.Effect<A, unknown, Scope.Scope> =>
   Effect.gen(function*() {
     const options = yield* freshDatabase("postgres")
@@ -28,7 +30,7 @@ const withGroupingWriter = <A, E>(
     yield* migrate({ fhirVersion: "r4" }).pipe(Effect.provide(database))
     const held = yield* PostgresLease.acquire({ url: options.postgresUrl!, times: PostgresLease.leaseTimes(30), holder: "test-holder", wait: false })
     const hookCalls = yield* Ref.make<ReadonlyArray<ReadonlyArray<CommitChanges>>>([])
-    const hook = Layer.succeed(CommitHook, (_sql, commits) => Ref.update(hookCalls, (calls) => [...calls, commits]))
+    const hook = Layer.succeed(CommitHook, (_sql, commits) => Effect.zipRight(Ref.update(hookCalls, (calls) => [...calls, commits]), inHook(commits)))
     const writer = yield* Layer.build(writerLayer.pipe(
       Layer.provide(Layer.mergeAll(Layer.succeedContext(database), Layer.succeed(WriterLease, held.writerLease), hook))
     ))
@@ -64,7 +66,56 @@ const queuedBehindOne = <A, E>(commands: ReadonlyArray<Effect.Effect<A, E, Write
     return { first, fibers, release: Deferred.succeed(release, undefined) }
   })
 
+/** A create of Basic/`id` under an id the server chose: its rows all in the batch, no statement sent. */
+const putFresh = (id: string) => (context: CommitContext) =>
+  Effect.gen(function*() {
+    const { writer: sql } = yield* Database
+    const stored = yield* putVersion(sql, { type: "Basic", id, resource: { resourceType: "Basic" }, commitTs: context.commitTs, fresh: true }, context.writes)
+    context.record({ type: "Basic", id, version: stored.version, op: "create", resource: stored.content })
+  })
+
 describe.skipIf(postgres.skip)("group commit on postgres", () => {
+  it.scoped("a group's commands run while the group before is written; a statement waits for its COMMIT and sees it", () =>
+    Effect.gen(function*() {
+      const hookEntered = yield* Deferred.make<void>()
+      const gate = yield* Deferred.make<void>()
+      // The group of `a` is held in its CommitHook, after its rows were inserted and before its COMMIT.
+      const holdA = (commits: ReadonlyArray<CommitChanges>) =>
+        commits.some((commit) => commit.changes.some((change) => change.id === "a"))
+          ? Effect.zipRight(Deferred.succeed(hookEntered, undefined), Deferred.await(gate))
+          : Effect.void
+      yield* withGroupingWriter(() =>
+        Effect.gen(function*() {
+          const writer = yield* Writer
+          const { writer: sql } = yield* Database
+          const { take } = yield* following()
+          const a = yield* Effect.fork(writer.commit(putFresh("a")))
+          yield* Deferred.await(hookEntered)
+          // Queued together while `a`'s group is held: `b` sends no statement, `c` reads.
+          const bRan = yield* Deferred.make<void>()
+          const b = yield* Effect.fork(writer.commit((context) => Effect.zipRight(putFresh("b")(context), Deferred.succeed(bRan, undefined))))
+          const c = yield* Effect.fork(writer.commit((context) =>
+            Effect.gen(function*() {
+              yield* putFresh("c")(context)
+              const rows = yield* sql<{ readonly n: string }>`SELECT count(*)::text AS n FROM resources WHERE type = 'Basic' AND id = 'a'`
+              return Number(rows[0]!.n)
+            })))
+          // `b`'s command has run though `a` has not committed; `c` waits at its statement.
+          yield* Deferred.await(bRan)
+          for (let i = 0; i < 20; i++) yield* Effect.yieldNow()
+          expect(c.unsafePoll()).toBeNull()
+          yield* Deferred.succeed(gate, undefined)
+          const [ra, rb, rc] = [yield* Fiber.join(a), yield* Fiber.join(b), yield* Fiber.join(c)]
+          // `c` saw `a` committed; the commits and their events keep the order of their timestamps.
+          expect(rc.value).toBe(1)
+          expect(ra.commitTs).toBeLessThan(rb.commitTs)
+          expect(rb.commitTs).toBeLessThan(rc.commitTs)
+          expect(idsOf(yield* take(3))).toEqual(["a", "b", "c"])
+          for (const id of ["a", "b", "c"]) expect((yield* readCurrent(sql, "Basic", id))?.version).toBe(1)
+        }), holdA)
+    }))
+
+
   it.scoped("commits queued together share one transaction; each keeps its commit timestamp, its event and its row of the change log", () =>
     withGroupingWriter((hookCalls) =>
       Effect.gen(function*() {
