@@ -10,7 +10,7 @@
  * gets them before its first search is planned.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Context, Duration, Effect, Layer, Option, Queue, Ref, Stream, SubscriptionRef } from "effect"
+import { Context, Effect, Layer, Option, Queue, Ref, Stream, SubscriptionRef } from "effect"
 import { Database } from "../db/Database.ts"
 import { ChangeFeed } from "../db/ChangeFeed.ts"
 import { Writer } from "../db/Writer.ts"
@@ -22,19 +22,9 @@ export interface StatisticsOptions {
   readonly base: number
   /** The share of the resources at the last refresh that asks for one. */
   readonly fraction: number
-  /** The least time from the end of one refresh to the start of the next that the changes ask for. */
-  readonly minimumGap?: Duration.DurationInput
-  /** The gap is also at least this many times as long as the last refresh took. */
-  readonly gapPerRefreshTime?: number
 }
 
-/**
- * A refresh at most every 10 s, and no sooner than four times as long as the last one took after it: the share of
- * the database's time the refreshes take stays under a fifth however fast the resources come. Without the spacing,
- * a bulk load into a young database (each 10% of growth asking for one) kept a refresh running nearly all the time
- * (on a server without autovacuum, a VACUUM of the search index and an ANALYZE of 1 to 2 s each, back to back).
- */
-export const defaultStatisticsOptions: StatisticsOptions = { base: 1000, fraction: 0.1, minimumGap: Duration.seconds(10), gapPerRefreshTime: 4 }
+export const defaultStatisticsOptions: StatisticsOptions = { base: 1000, fraction: 0.1 }
 
 export class Statistics extends Context.Tag("svc/search/Statistics")<Statistics, {
   /** Refreshes the statistics now, with the writer held (SQLite writes them into the file). */
@@ -88,31 +78,16 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
       : writer.exclusive(Effect.zipRight(sql.unsafe(`PRAGMA analysis_limit = ${sqliteAnalysisLimit}`), sql`ANALYZE`).pipe(Effect.asVoid))
     const sinceRefresh = yield* Ref.make(0)
     const atRefresh = yield* Ref.make(0)
-    const minimumGapMillis = Duration.toMillis(options.minimumGap ?? 0)
-    const gapPerRefreshTime = options.gapPerRefreshTime ?? 0
-    // When the changes may ask for the next refresh (milliseconds of the clock): set by each refresh as it ends.
-    let nextAllowed = 0
     const refresh = Effect.gen(function*() {
       yield* Ref.set(sinceRefresh, 0)
-      const startedAt = yield* Clock.currentTimeMillis
-      yield* Effect.ensuring(
-        analyze,
-        Effect.map(Clock.currentTimeMillis, (endedAt) => {
-          nextAllowed = endedAt + Math.max(minimumGapMillis, gapPerRefreshTime * (endedAt - startedAt))
-        })
-      )
+      yield* analyze
       yield* Ref.set(atRefresh, yield* countResources)
       yield* SubscriptionRef.update(refreshes, (n) => n + 1)
     }).pipe(Effect.withSpan("Statistics.refresh"))
 
-    // One refresh at a time, spaced (`minimumGap`, `gapPerRefreshTime`): a request made while one runs or waits is
-    // served by the next.
+    // One refresh at a time: a request made while one runs is served by the next.
     const wanted = yield* Queue.sliding<void>(1)
-    const spaced = Effect.flatMap(Clock.currentTimeMillis, (now) => (nextAllowed > now ? Effect.sleep(Duration.millis(nextAllowed - now)) : Effect.void))
     yield* Queue.take(wanted).pipe(
-      Effect.zipRight(spaced),
-      // Asked for again while it waited: this refresh serves that too.
-      Effect.zipRight(Queue.takeAll(wanted)),
       Effect.zipRight(refresh.pipe(Effect.catchAllCause((cause) => Effect.logWarning("refreshing the planner statistics failed", cause)))),
       Effect.forever,
       Effect.forkScoped
