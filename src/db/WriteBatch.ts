@@ -161,6 +161,13 @@ export class WriteBatch {
     return this.tables.size === 0
   }
 
+  /** Rows waiting to be inserted, of every table. */
+  get size(): number {
+    let rows = 0
+    for (const table of this.tables.values()) rows += table.length
+    return rows
+  }
+
   /** Inserts what was added since the last flush. */
   flush(sql: SqlClient.SqlClient): Effect.Effect<void, SqlError> {
     if (this.tables.size === 0) return Effect.void

@@ -8,7 +8,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import { Database, layer as databaseLayer } from "../../src/db/Database.ts"
 import { migrate } from "../../src/db/Migrations.ts"
 import type { ChangeFeed } from "../../src/db/ChangeFeed.ts"
-import { type CommitChanges, type CommitContext, CommitHook, layer as writerLayer, Writer } from "../../src/db/Writer.ts"
+import { type CommitChanges, type CommitContext, CommitHook, layer as writerLayer, pipelineFromRows, Writer } from "../../src/db/Writer.ts"
 import { WriterLease } from "../../src/db/WriterLease.ts"
 import * as PostgresLease from "../../src/db/PostgresLease.ts"
 import { putVersion } from "../../src/store/versions.ts"
@@ -75,7 +75,7 @@ const putFresh = (id: string) => (context: CommitContext) =>
   })
 
 describe.skipIf(postgres.skip)("group commit on postgres", () => {
-  it.scoped("a group's commands run while the group before is written; a statement waits for its COMMIT and sees it", () =>
+  it.scoped("a group's commands run while a large group before is written; a statement waits for its COMMIT and sees it", () =>
     Effect.gen(function*() {
       const hookEntered = yield* Deferred.make<void>()
       const gate = yield* Deferred.make<void>()
@@ -89,7 +89,9 @@ describe.skipIf(postgres.skip)("group commit on postgres", () => {
           const writer = yield* Writer
           const { writer: sql } = yield* Database
           const { take } = yield* following()
-          const a = yield* Effect.fork(writer.commit(putFresh("a")))
+          // Enough rows (two each) for the group of `a` to let the next one run while it is written.
+          const many = Array.from({ length: pipelineFromRows / 2 }, (_, n) => `a-${n}`)
+          const a = yield* Effect.fork(writer.commit((context) => Effect.forEach(["a", ...many], (id) => putFresh(id)(context), { discard: true })))
           yield* Deferred.await(hookEntered)
           // Queued together while `a`'s group is held: `b` sends no statement, `c` reads.
           const bRan = yield* Deferred.make<void>()
@@ -110,7 +112,7 @@ describe.skipIf(postgres.skip)("group commit on postgres", () => {
           expect(rc.value).toBe(1)
           expect(ra.commitTs).toBeLessThan(rb.commitTs)
           expect(rb.commitTs).toBeLessThan(rc.commitTs)
-          expect(idsOf(yield* take(3))).toEqual(["a", "b", "c"])
+          expect(idsOf(yield* take(3))).toEqual(["a", ...many, "b", "c"])
           for (const id of ["a", "b", "c"]) expect((yield* readCurrent(sql, "Basic", id))?.version).toBe(1)
         }), holdA)
     }))
