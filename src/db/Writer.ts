@@ -141,6 +141,14 @@ const inSavepoint = <A, E, R>(sql: SqlClient, command: Effect.Effect<A, E, R>, b
   })
 
 /**
+ * `effect` on a connection of the pool rather than the Writer's transaction the fiber is in: for a statement that
+ * needs no transaction (taking keys from a sequence), so that a command of a pipelined group does not wait at it for
+ * the group before (`runGroup`).
+ */
+export const outsideTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.mapInputContext(effect, (context: Context.Context<R>) => Context.omit(TransactionConnection)(context) as Context.Context<R>)
+
+/**
  * Commits queued together that one transaction takes at most (group commit; docs/database.md, "Group commit"):
  * each command runs in a savepoint of its own, so one that fails rolls back alone, and the rows they batch,
  * their audit rows and their rows of the change log are written a table at a time, with one lease check and

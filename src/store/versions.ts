@@ -2,10 +2,10 @@
  * Resource versions in the database (ARCHITECTURE.md, Storage): `resources` points at each
  * resource's current version, `resource_versions` keeps every version as the JSON text served.
  */
-import { type SqlClient as Client, TransactionConnection } from "@effect/sql/SqlClient"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect } from "effect"
+import { Effect } from "effect"
+import { outsideTransaction } from "../db/Writer.ts"
 import { stringifyJson } from "../json/Json.ts"
 import { carryLexical } from "../json/lexical.ts"
 import type { Operation } from "../db/ChangeFeed.ts"
@@ -120,14 +120,6 @@ const rowKeysAtATime = 64
 const rowKeys = new WeakMap<SqlClient.SqlClient, Array<number>>()
 
 /**
- * `effect` on a connection of the pool rather than the transaction the fiber is in: for what needs no
- * transaction, so that a command sends none of its statements (see src/db/Writer.ts, `runGroup`: a group's commands
- * run while the group before writes, up to their first statement).
- */
-const outsideTransaction = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.mapInputContext(effect, (context: Context.Context<R>) => Context.omit(TransactionConnection)(context) as Context.Context<R>)
-
-/**
  * The next `count` row keys of `resources` on Postgres, one statement for `rowKeysAtATime` keys or as many as asked,
  * outside the transaction (a sequence is not transactional: keys of a transaction that rolls back are skipped, as
  * the identity column's own would be).
@@ -136,7 +128,7 @@ const nextRowKeys = (sql: SqlClient.SqlClient, count: number): Effect.Effect<Arr
   const held = rowKeys.get(sql) ?? []
   if (held.length >= count) return Effect.succeed(held.splice(0, count))
   return Effect.map(
-    outsideTransaction((sql as Client)<{ readonly k: string | number }>`
+    outsideTransaction(sql<{ readonly k: string | number }>`
       SELECT nextval(pg_get_serial_sequence('resources', 'rkey')) AS k FROM generate_series(1, ${Math.max(rowKeysAtATime, count)})`),
     (rows) => {
       const keys = (rowKeys.get(sql) ?? []).concat(rows.map((row) => Number(row.k)))

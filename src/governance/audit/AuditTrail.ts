@@ -227,18 +227,13 @@ export const make: Effect.Effect<AuditTrail, never, GovernanceSettings | AuditKe
     return Effect.flatMap(appendBatch, (ok) => (ok ? drainUntil(target) : Effect.succeed(false)))
   })
 
-  /** Appends what is queued now; see `drainUntil`. */
-  const drain: Effect.Effect<boolean> = Effect.suspend(() => {
+  /** Appends what is queued now (see `drainUntil`), or, with `all`, until nothing is (the server is stopping). */
+  const drainOf = (all: boolean): Effect.Effect<boolean> => Effect.suspend(() => {
     closeSecond(clock.unsafeCurrentTimeMillis())
-    return drainUntil(enqueued)
+    return drainUntil(all ? Number.POSITIVE_INFINITY : enqueued)
   })
-
-  /** Appends until nothing is queued, whatever comes meanwhile (the server is stopping); stops at the first failure. */
-  const drainAll: Effect.Effect<boolean> = Effect.suspend(() => {
-    closeSecond(clock.unsafeCurrentTimeMillis())
-    if (buffer.length === 0 && lost === 0) return Effect.succeed(true)
-    return Effect.flatMap(appendBatch, (ok) => (ok ? drainAll : Effect.succeed(false)))
-  })
+  const drain = drainOf(false)
+  const drainAll = drainOf(true)
 
   /** Until a push wakes it, or, while refusals are being counted, a second passes (to close that second). */
   const nextPush: Effect.Effect<void> = Effect.suspend(() => {
