@@ -28,6 +28,7 @@ import { type EdgeOptions, listen, type ListenOptions, ServingApp } from "../htt
 import { type FastCounts, installFastRead } from "../rest/fastRead.ts"
 import { installFastPg } from "../rest/fastPg.ts"
 import { ReadCache } from "../rest/readCache.ts"
+import { SearchCache } from "../rest/searchCache.ts"
 import * as FhirApp from "../rest/FhirApp.ts"
 import { basePath } from "../rest/Rest.ts"
 import { parseBind } from "../config/Setting.ts"
@@ -238,6 +239,8 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
     // The primary, the only process that writes resources, keeps the current versions read by id in memory
     // (src/rest/readCache.ts); a replica reads the database.
     const readCache = config.database.kind === "postgres" && !replica ? new ReadCache() : undefined
+    // And the rows of its searches while nothing changes (src/rest/searchCache.ts).
+    const searchCache = readCache === undefined ? undefined : new SearchCache()
     yield* Ref.set(slot, Option.some(app))
     const details = Effect.gen(function*() {
       const current = yield* catalogService.get
@@ -249,7 +252,8 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
         catalog: { generation: current.generation, resource_types: current.resourceTypes.length },
         search_index: progressDetails(yield* backfill.progress),
         ...(terminology === undefined ? {} : { terminology: yield* terminology }),
-        ...(config.database.kind === "memory" ? {} : { fast_path: { ...fastCounts, ...(readCache === undefined ? {} : { read_cache: { ...readCache.size, hits: readCache.hits, misses: readCache.misses } }) } }),
+        ...(config.database.kind === "memory" ? {} : { fast_path: { ...fastCounts, ...(readCache === undefined ? {} : { read_cache: { ...readCache.size, hits: readCache.hits, misses: readCache.misses } }),
+          ...(searchCache === undefined ? {} : { search_cache: { ...searchCache.size, hits: searchCache.hits, misses: searchCache.misses } }) } }),
         memory: { rss_bytes: process.memoryUsage.rss(), heap_used_bytes: v8.getHeapStatistics().used_heap_size, idle_collections: idle.collections, native_releases: idle.releases }
       }
     })
@@ -272,7 +276,8 @@ export const start = <O extends AppInput = never, E = never>(config: AppConfig, 
         publicUrl: config.server.public_url,
         maxPageBytes: config.server.max_page_bytes,
         counts: fastCounts,
-        cache: readCache
+        cache: readCache,
+        searches: searchCache
       }
       yield* installFastPg(fast, options, databaseScope).pipe(Effect.provide(services))
     }

@@ -24,6 +24,8 @@ import { ChangeFeed } from "../db/ChangeFeed.ts"
 import { databaseLimit } from "../db/errors.ts"
 import type { Admission } from "../http/FrontDoor.ts"
 import type { ReadCache } from "./readCache.ts"
+import type { SearchCache } from "./searchCache.ts"
+import type { SearchsetPlan } from "./search.ts"
 
 interface Row {
   readonly version: number
@@ -46,11 +48,13 @@ export interface FastPgOptions extends FastSearchPlanning {
   readonly counts: FastCounts
   /** The primary's current versions in memory (readCache.ts); none on a replica, which reads the database. */
   readonly cache?: ReadCache | undefined
+  /** The primary's search results in memory (searchCache.ts); none on a replica. */
+  readonly searches?: SearchCache | undefined
 }
 
 /** The fast read and search on `options.pool`. */
 export const fastPg = (options: FastPgOptions): FastHandler => {
-  const { pool, counts, cache } = options
+  const { pool, counts, cache, searches } = options
   // A search's statement is named by its text (a search's text depends on its shape, not its values): the first
   // `preparedLimit` texts are prepared on each connection that runs them, any later one is parsed each time.
   // After five runs Postgres may keep one plan for every value. Planning each run instead cost more than the
@@ -66,30 +70,60 @@ export const fastPg = (options: FastPgOptions): FastHandler => {
     names.set(name, text)
     return name
   }
-  const allOn = (client: pg.PoolClient) => async <A>(statement: Statement.Statement<A>): Promise<ReadonlyArray<A>> => {
-    const [text, values] = statement.compile()
-    const name = nameOf(text)
-    const result = await client.query({ ...(name === undefined ? {} : { name }), text, values: values as Array<unknown> })
-    return result.rows as ReadonlyArray<A>
-  }
 
   /**
-   * Runs `f` on a connection of the pool, handed back after. A client that goes away before the answer has the
+   * A connection of the pool, and how to hand it back. A client that goes away before the answer has the
    * statement cancelled, as the general path does (src/db/postgresOpen.ts: the cancel goes on a connection of
    * its own, and this one is closed once it has gone through).
    */
-  const onConnection = async <A>(response: ServerResponse, f: (client: pg.PoolClient) => Promise<A>): Promise<A> => {
+  const connect = async (response: ServerResponse): Promise<{ readonly client: pg.PoolClient; readonly release: () => void }> => {
     const client = await pool.connect()
     const pid: unknown = Reflect.get(client, "processID")
     const gone = () => {
       if (typeof pid === "number") pool.query(`SELECT pg_cancel_backend(${pid})`, () => undefined)
     }
     response.once("close", gone)
+    return {
+      client,
+      release: () => {
+        response.off("close", gone)
+        client.release()
+      }
+    }
+  }
+
+  /** Runs `f` on a connection of the pool, handed back after. */
+  const onConnection = async <A>(response: ServerResponse, f: (client: pg.PoolClient) => Promise<A>): Promise<A> => {
+    const { client, release } = await connect(response)
     try {
       return await f(client)
     } finally {
-      response.off("close", gone)
-      client.release()
+      release()
+    }
+  }
+
+  /**
+   * Answers a planned search: each statement's rows from the search cache when held there, from the database
+   * otherwise, on one connection taken at the first statement that needs it and handed back at the end.
+   */
+  const searchOn = async (response: ServerResponse, plan: SearchsetPlan): Promise<string> => {
+    const ticket = searches?.ticket() ?? 0
+    let taken: { readonly client: pg.PoolClient; readonly release: () => void } | undefined
+    const all = async <A>(statement: Statement.Statement<A>): Promise<ReadonlyArray<A>> => {
+      const [text, values] = statement.compile()
+      const name = nameOf(text)
+      const key = searches === undefined || name === undefined ? undefined : `${name}\u0000${JSON.stringify(values)}`
+      const held = key === undefined ? undefined : searches?.get(key, text)
+      if (held !== undefined) return held as ReadonlyArray<A>
+      taken ??= await connect(response)
+      const result = await taken.client.query({ ...(name === undefined ? {} : { name }), text, values: values as Array<unknown> })
+      if (key !== undefined) searches?.fill(key, text, result.rows, ticket)
+      return result.rows as ReadonlyArray<A>
+    }
+    try {
+      return await answerPlanLater(plan, all)
+    } finally {
+      taken?.release()
     }
   }
 
@@ -126,7 +160,7 @@ export const fastPg = (options: FastPgOptions): FastHandler => {
     }
     if (plan === undefined) return false
     const planned = plan
-    onConnection(response, (client) => answerPlanLater(planned, allOn(client))).then(
+    searchOn(response, planned).then(
       (text) => {
         if (admission.closed) return
         counts.searches++
@@ -163,16 +197,21 @@ export const installFastPg = (
     readonly counts: FastCounts
     /** Kept up to date from the change feed while `scope` lasts: the primary's. */
     readonly cache?: ReadCache | undefined
+    /** The same. */
+    readonly searches?: SearchCache | undefined
   },
   scope: Scope.Scope
 ) =>
   Effect.gen(function*() {
     const clock = yield* Effect.clock
-    const served = yield* followServed(scope)
-    const cache = options.cache
-    if (cache !== undefined) {
+    const { cache, searches } = options
+    const served = yield* followServed(scope, () => searches?.invalidate())
+    if (cache !== undefined || searches !== undefined) {
       const feed = yield* ChangeFeed
-      yield* Scope.extend(feed.onPublish((committed) => cache.apply(committed)), scope)
+      yield* Scope.extend(feed.onPublish((committed) => {
+        cache?.apply(committed)
+        searches?.apply(committed)
+      }), scope)
     }
     slot.current = fastPg({ ...options, ...served, nowMillis: () => clock.unsafeCurrentTimeMillis() })
     yield* Effect.addFinalizer(() => Effect.sync(() => void (slot.current = undefined)))

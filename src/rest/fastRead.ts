@@ -154,20 +154,27 @@ export const openFastRead = (options: FastReadOptions): FastRead => {
 
 /**
  * What a fast path follows while the server serves (until `scope` closes): the catalog as it is rebuilt, and
- * whether the backfill is rebuilding a search index now.
+ * whether the backfill is rebuilding a search index now; `changed` is called after each new catalog and each
+ * step of the backfill (what a search reads may have changed).
  */
-export const followServed = (scope: Scope.Scope) =>
+export const followServed = (scope: Scope.Scope, changed: () => void = () => undefined) =>
   Effect.gen(function*() {
     const catalogs = yield* CatalogService
     const served = { catalog: yield* catalogs.get, indexing: false }
     yield* catalogs.changes.pipe(
-      Stream.runForEach((catalog) => Effect.sync(() => void (served.catalog = catalog))),
+      Stream.runForEach((catalog) => Effect.sync(() => {
+        served.catalog = catalog
+        changed()
+      })),
       Effect.forkIn(scope)
     )
     const backfill = yield* Effect.serviceOption(Backfill)
     if (Option.isSome(backfill)) {
       yield* backfill.value.changes.pipe(
-        Stream.runForEach((progress) => Effect.sync(() => void (served.indexing = progress.running))),
+        Stream.runForEach((progress) => Effect.sync(() => {
+          served.indexing = progress.running
+          changed()
+        })),
         Effect.forkIn(scope)
       )
     }

@@ -111,6 +111,50 @@ for (const backend of backends) {
           expect([changed.status, JSON.parse(changed.body).issue[0].diagnostics]).toEqual([400, "The value of _cursor cannot be used: it was changed, or made for another search: follow the links of the search's own pages"])
           expect(yield* fastSearches(url)).toEqual(before)
         }))
+
+      it.effect.skipIf(backend.kind !== "postgres")("on a Postgres primary answers a search again from memory until a write changes what it finds", () =>
+        Effect.gen(function*() {
+          const { base, url } = yield* Server
+          const cacheOf = Effect.map(call("GET", `${url}/healthz?verbose=1`), (reply) => reply.json.fast_path.search_cache as { hits: number; misses: number; entries: number })
+          const system = "urn:test:search-cache"
+          const make = (family: string) =>
+            Effect.map(call("POST", `${base}/Patient`, { body: { resourceType: "Patient", name: [{ family }], identifier: [{ system, value: family }] } }), (reply) => reply.json.id as string)
+          const organization = yield* call("POST", `${base}/Organization`, { body: { resourceType: "Organization", name: "Cachewell" } })
+          const first = yield* make("Cachewell")
+          const search = `${base}/Patient?identifier=${encodeURIComponent(system + "|")}&_total=accurate`
+          const chained = `${base}/Observation?subject:Patient.family=cachewell`
+          const ids = (body: string): Array<string> => (JSON.parse(body).entry ?? []).map((entry: any) => entry.resource.id).sort()
+          const fresh = yield* raw(search)
+          const before = yield* cacheOf
+          // The same search again: both statements (the page and the total) come from memory, the answer is the general path's.
+          const again = yield* raw(search)
+          const general = yield* raw(search, { prefer: "handling=strict" })
+          expect((yield* cacheOf).hits - before.hits).toBe(2)
+          expect(comparable(again.body)).toEqual(comparable(fresh.body))
+          expect(comparable(again.body)).toEqual(comparable(general.body))
+          expect(stable(again)).toEqual(stable(general))
+          expect(JSON.parse(again.body).id).not.toBe(JSON.parse(fresh.body).id)
+          // Each write answered is seen by the next search: a create, an update that no longer matches, a delete.
+          const second = yield* make("Cachewell")
+          expect(ids((yield* raw(search)).body)).toEqual([first, second].sort())
+          expect(JSON.parse((yield* raw(search)).body).total).toBe(2)
+          const moved = yield* call("PUT", `${base}/Patient/${second}`, { body: { resourceType: "Patient", id: second, name: [{ family: "Cachewell" }] } })
+          expect(moved.status).toBe(200)
+          expect(ids((yield* raw(search)).body)).toEqual([first])
+          // A chain reads another type: a write to the target shows too.
+          const observation = yield* call("POST", `${base}/Observation`, {
+            body: { resourceType: "Observation", status: "final", code: { text: "cached" }, subject: { reference: `Patient/${first}` }, performer: [{ reference: `Organization/${organization.json.id}` }] }
+          })
+          expect(ids((yield* raw(chained)).body)).toEqual([observation.json.id])
+          expect(ids((yield* raw(chained)).body)).toEqual([observation.json.id])
+          const renamed = yield* call("PUT", `${base}/Patient/${first}`, { body: { resourceType: "Patient", id: first, name: [{ family: "Elsewhere" }], identifier: [{ system, value: "x" }] } })
+          expect(renamed.status).toBe(200)
+          expect(ids((yield* raw(chained)).body)).toEqual([])
+          expect((yield* call("DELETE", `${base}/Patient/${first}`)).status).toBeLessThan(300)
+          const none = yield* raw(search)
+          expect(JSON.parse(none.body).total).toBe(0)
+          expect(comparable(none.body)).toEqual(comparable((yield* raw(search, { prefer: "handling=strict" })).body))
+        }))
     })
   })
 }
