@@ -36,6 +36,9 @@ export class Statistics extends Context.Tag("svc/search/Statistics")<Statistics,
 /** What the refresh vacuums where autovacuum is off: the tables searches read with index-only scans. */
 const vacuumedTables = ["resources", ...indexTables]
 
+/** What a refresh in the background analyses on Postgres: the tables searches read. */
+const searchedTables = ["resources", "resource_versions", ...indexTables]
+
 /** Whether this Postgres server runs no autovacuum (`autovacuum = off`); a failed look counts as on. */
 const autovacuumOff = (sql: Database["Type"]["writer"]) =>
   sql<{ readonly autovacuum: string }>`SELECT current_setting('autovacuum') AS autovacuum`.pipe(
@@ -60,8 +63,8 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
     const vacuum = db.dialect === "pg" && (yield* autovacuumOff(sql))
     // Both at autovacuum's pace (a pause of 2 ms after each unit of work, autovacuum's own setting since
     // Postgres 12): longer, but they take less from the requests served meanwhile.
-    const analyzeAll = sql.withTransaction(
-      Effect.zipRight(sql`SET LOCAL statement_timeout = 0`, Effect.zipRight(sql`SET LOCAL vacuum_cost_delay = 2`, sql`ANALYZE`))
+    const analyzeTables = (tables: string) => sql.withTransaction(
+      Effect.zipRight(sql`SET LOCAL statement_timeout = 0`, Effect.zipRight(sql`SET LOCAL vacuum_cost_delay = 2`, sql.unsafe(`ANALYZE ${tables}`)))
     ).pipe(Effect.asVoid)
     // VACUUM may not run in a transaction: statements of their own on one connection, the deadline lifted for them.
     const vacuumSearchTables = Effect.scoped(Effect.flatMap(sql.reserve, (connection) => {
@@ -71,24 +74,33 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
         Effect.ignore(Effect.zipRight(run("RESET statement_timeout"), run("RESET vacuum_cost_delay")))
       )
     }))
-    const analyze = db.dialect === "pg"
-      // Postgres samples each table, and ANALYZE takes no lock that blocks reads or writes. The statement
-      // deadline (database.statement_timeout_ms) is for requests: a large database may take longer.
-      ? vacuum ? Effect.zipRight(vacuumSearchTables, analyzeAll) : analyzeAll
-      : writer.exclusive(Effect.zipRight(sql.unsafe(`PRAGMA analysis_limit = ${sqliteAnalysisLimit}`), sql`ANALYZE`).pipe(Effect.asVoid))
+    // Postgres samples each table, and ANALYZE takes no lock that blocks reads or writes. The statement
+    // deadline (database.statement_timeout_ms) is for requests: a large database may take longer. At start every
+    // table; later only those searches read (the resources, their versions and the search index): the
+    // governance tables grow with every request, and sampling them at each refresh during an ingest cost as
+    // much as the rest together (their lookups are by key and time, which row counts scaled by the table's
+    // size plan well).
+    const analyze = (everything: boolean) => {
+      if (db.dialect !== "pg") {
+        return writer.exclusive(Effect.zipRight(sql.unsafe(`PRAGMA analysis_limit = ${sqliteAnalysisLimit}`), sql`ANALYZE`).pipe(Effect.asVoid))
+      }
+      const analyzed = analyzeTables(everything ? "" : searchedTables.join(", "))
+      return vacuum ? Effect.zipRight(vacuumSearchTables, analyzed) : analyzed
+    }
     const sinceRefresh = yield* Ref.make(0)
     const atRefresh = yield* Ref.make(0)
-    const refresh = Effect.gen(function*() {
+    const refreshOf = (everything: boolean) => Effect.gen(function*() {
       yield* Ref.set(sinceRefresh, 0)
-      yield* analyze
+      yield* analyze(everything)
       yield* Ref.set(atRefresh, yield* countResources)
       yield* SubscriptionRef.update(refreshes, (n) => n + 1)
     }).pipe(Effect.withSpan("Statistics.refresh"))
+    const refresh = refreshOf(true)
 
     // One refresh at a time: a request made while one runs is served by the next.
     const wanted = yield* Queue.sliding<void>(1)
     yield* Queue.take(wanted).pipe(
-      Effect.zipRight(refresh.pipe(Effect.catchAllCause((cause) => Effect.logWarning("refreshing the planner statistics failed", cause)))),
+      Effect.zipRight(refreshOf(false).pipe(Effect.catchAllCause((cause) => Effect.logWarning("refreshing the planner statistics failed", cause)))),
       Effect.forever,
       Effect.forkScoped
     )
