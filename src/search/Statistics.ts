@@ -6,8 +6,9 @@
  * them once at start and again in the background whenever the resources written since the last refresh
  * exceed a share of what was there (Postgres's autovacuum rule, in resources rather than rows), and after a
  * search index backfill that indexed as many resources (it rewrites index rows without writing a resource).
- * The refresh at start finishes before the server serves: a database loaded or restored without statistics
- * gets them before its first search is planned.
+ * The refresh at start finishes before the server serves where the database has no statistics yet: one loaded
+ * or restored without them gets them before its first search is planned; a database that has them (a restart)
+ * is served at once and refreshed in the background.
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, Layer, Option, Queue, Ref, Stream, SubscriptionRef } from "effect"
@@ -87,14 +88,23 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
       const analyzed = analyzeTables(everything ? "" : searchedTables.join(", "))
       return vacuum ? Effect.zipRight(vacuumSearchTables, analyzed) : analyzed
     }
+    // Whether the resources table has been analysed before (on Postgres, statistics of some column; on SQLite,
+    // a row of sqlite_stat1). A failed look counts as none.
+    const hasStatistics = (db.dialect === "pg"
+      ? sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'resources'`
+      : sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM sqlite_master WHERE name = 'sqlite_stat1'`.pipe(
+        Effect.flatMap((rows) => Number(rows[0]?.n) > 0 ? sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM sqlite_stat1 WHERE tbl = 'resources'` : Effect.succeed(rows))
+      )).pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0) > 0), Effect.orElseSucceed(() => false))
     const sinceRefresh = yield* Ref.make(0)
     const atRefresh = yield* Ref.make(0)
+    // One refresh at a time (two ANALYZEs of one table may collide on Postgres).
+    const oneAtATime = yield* Effect.makeSemaphore(1)
     const refreshOf = (everything: boolean) => Effect.gen(function*() {
       yield* Ref.set(sinceRefresh, 0)
       yield* analyze(everything)
       yield* Ref.set(atRefresh, yield* countResources)
       yield* SubscriptionRef.update(refreshes, (n) => n + 1)
-    }).pipe(Effect.withSpan("Statistics.refresh"))
+    }).pipe(oneAtATime.withPermits(1), Effect.withSpan("Statistics.refresh"))
     const refresh = refreshOf(true)
 
     // One refresh at a time: a request made while one runs is served by the next.
@@ -131,7 +141,11 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
         Effect.forkScoped
       )
     }
-    yield* refresh.pipe(Effect.catchAllCause((cause) => Effect.logWarning("refreshing the planner statistics failed", cause)))
+    // At start: before serving where the database has no statistics yet (new, loaded or restored without them);
+    // in the background where it has (a restart: analysing a large database took seconds before readiness).
+    const atStart = refresh.pipe(Effect.catchAllCause((cause) => Effect.logWarning("refreshing the planner statistics failed", cause)))
+    if (yield* hasStatistics) yield* Effect.forkScoped(atStart)
+    else yield* atStart
     return Statistics.of({ refresh, refreshes })
   })
 
