@@ -16,6 +16,7 @@
  * database changed behind the server's back (a restore, SQL by hand) needs a restart.
  */
 import type { Committed } from "../db/ChangeFeed.ts"
+import { LruBytes } from "./lru.ts"
 
 export interface CachedVersion {
   readonly version: number
@@ -35,27 +36,21 @@ const keyOf = (type: string, id: string): string => `${type}/${id}`
 const sizeOf = (key: string, entry: CachedVersion): number => 2 * (key.length + entry.content.length) + overheadBytes
 
 export class ReadCache {
-  /** In order of last use, oldest first. */
-  private readonly entries = new Map<string, CachedVersion>()
-  private bytes = 0
+  private readonly entries: LruBytes<CachedVersion>
   /** Commits applied so far: a fill is kept only if none came since its read began. */
   private commits = 0
   hits = 0
   misses = 0
 
-  constructor(readonly maxBytes: number = defaultCacheBytes) {}
+  constructor(readonly maxBytes: number = defaultCacheBytes) {
+    this.entries = new LruBytes(maxBytes)
+  }
 
   /** The current version of `type/id` when held (and now the most recently used). */
   get(type: string, id: string): CachedVersion | undefined {
-    const key = keyOf(type, id)
-    const entry = this.entries.get(key)
-    if (entry === undefined) {
-      this.misses++
-      return undefined
-    }
-    this.hits++
-    this.entries.delete(key)
-    this.entries.set(key, entry)
+    const entry = this.entries.get(keyOf(type, id))
+    if (entry === undefined) this.misses++
+    else this.hits++
     return entry
   }
 
@@ -68,7 +63,7 @@ export class ReadCache {
   fill(type: string, id: string, entry: CachedVersion, ticket: number): void {
     if (ticket !== this.commits) return
     const key = keyOf(type, id)
-    if (this.entries.has(key)) return
+    if (this.entries.peek(key) !== undefined) return
     this.put(key, entry)
   }
 
@@ -77,13 +72,13 @@ export class ReadCache {
     this.commits++
     for (const change of committed.changes) {
       const key = keyOf(change.type, change.id)
-      const held = this.entries.get(key)
+      const held = this.entries.peek(key)
       if (change.resource === null) {
-        this.drop(key)
+        this.entries.delete(key)
       } else if (change.inPlace === true) {
         // The text of a version changed in place: its timestamp stays that of the version.
         if (held !== undefined && held.version === change.version) this.put(key, { ...held, content: change.resource })
-        else if (held !== undefined && held.version < change.version) this.drop(key)
+        else if (held !== undefined && held.version < change.version) this.entries.delete(key)
       } else if (held === undefined || change.version >= held.version) {
         this.put(key, { version: change.version, commit_ts: String(committed.commitTs), content: change.resource })
       }
@@ -92,26 +87,10 @@ export class ReadCache {
 
   /** How much it holds. */
   get size(): { readonly entries: number; readonly bytes: number } {
-    return { entries: this.entries.size, bytes: this.bytes }
+    return this.entries.size
   }
 
   private put(key: string, entry: CachedVersion): void {
-    this.drop(key)
-    const size = sizeOf(key, entry)
-    if (size > this.maxBytes) return
-    this.entries.set(key, entry)
-    this.bytes += size
-    for (const [oldest, held] of this.entries) {
-      if (this.bytes <= this.maxBytes) break
-      this.entries.delete(oldest)
-      this.bytes -= sizeOf(oldest, held)
-    }
-  }
-
-  private drop(key: string): void {
-    const held = this.entries.get(key)
-    if (held === undefined) return
-    this.entries.delete(key)
-    this.bytes -= sizeOf(key, held)
+    this.entries.set(key, entry, sizeOf(key, entry))
   }
 }

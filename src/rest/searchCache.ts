@@ -17,6 +17,7 @@
  * search every resource of the type); what a response adds (its id, time and links) is made for each response.
  */
 import type { Committed } from "../db/ChangeFeed.ts"
+import { LruBytes } from "./lru.ts"
 
 /** Text kept at most by default: some 500 pages of 20 resources of a kilobyte and a half. */
 export const defaultSearchCacheBytes = 16 * 1024 * 1024
@@ -29,7 +30,6 @@ interface Entry {
   /** The statement's text, checked on a hit (the key holds a hash of it). */
   readonly text: string
   readonly rows: ReadonlyArray<unknown>
-  readonly bytes: number
 }
 
 const sizeOf = (key: string, rows: ReadonlyArray<unknown>): number => {
@@ -43,15 +43,15 @@ const sizeOf = (key: string, rows: ReadonlyArray<unknown>): number => {
 }
 
 export class SearchCache {
-  /** In order of last use, oldest first. */
-  private readonly entries = new Map<string, Entry>()
-  private bytes = 0
+  private readonly entries: LruBytes<Entry>
   /** Changes so far: a fill is kept only if none came since its search began. */
   private changes = 0
   hits = 0
   misses = 0
 
-  constructor(readonly maxBytes: number = defaultSearchCacheBytes) {}
+  constructor(readonly maxBytes: number = defaultSearchCacheBytes) {
+    this.entries = new LruBytes(maxBytes)
+  }
 
   /** The rows kept for the statement `text` under `key` (its name and values), now the most recently used. */
   get(key: string, text: string): ReadonlyArray<unknown> | undefined {
@@ -61,8 +61,6 @@ export class SearchCache {
       return undefined
     }
     this.hits++
-    this.entries.delete(key)
-    this.entries.set(key, entry)
     return entry.rows
   }
 
@@ -74,20 +72,7 @@ export class SearchCache {
   /** Keeps the rows a statement read, unless a change came since the search's `ticket`. */
   fill(key: string, text: string, rows: ReadonlyArray<unknown>, ticket: number): void {
     if (ticket !== this.changes) return
-    const bytes = sizeOf(key, rows)
-    if (bytes > this.maxBytes) return
-    const held = this.entries.get(key)
-    if (held !== undefined) {
-      this.entries.delete(key)
-      this.bytes -= held.bytes
-    }
-    this.entries.set(key, { text, rows, bytes })
-    this.bytes += bytes
-    for (const [oldest, entry] of this.entries) {
-      if (this.bytes <= this.maxBytes) break
-      this.entries.delete(oldest)
-      this.bytes -= entry.bytes
-    }
+    this.entries.set(key, { text, rows }, sizeOf(key, rows))
   }
 
   /** A commit that changed resources; called by the Writer after COMMIT and before the commit's caller is answered. */
@@ -99,11 +84,10 @@ export class SearchCache {
   invalidate(): void {
     this.changes++
     this.entries.clear()
-    this.bytes = 0
   }
 
   /** How much it holds. */
   get size(): { readonly entries: number; readonly bytes: number } {
-    return { entries: this.entries.size, bytes: this.bytes }
+    return this.entries.size
   }
 }
