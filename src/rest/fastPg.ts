@@ -52,6 +52,15 @@ export interface FastPgOptions extends FastSearchPlanning {
   readonly searches?: SearchCache | undefined
 }
 
+/** A statement's key in the search cache: its name and its values, or none for values JSON cannot hold (then it is not kept). */
+const cacheKey = (name: string, values: ReadonlyArray<unknown>): string | undefined => {
+  try {
+    return `${name}\u0000${JSON.stringify(values)}`
+  } catch {
+    return undefined
+  }
+}
+
 /** The fast read and search on `options.pool`. */
 export const fastPg = (options: FastPgOptions): FastHandler => {
   const { pool, counts, cache, searches } = options
@@ -112,7 +121,7 @@ export const fastPg = (options: FastPgOptions): FastHandler => {
     const all = async <A>(statement: Statement.Statement<A>): Promise<ReadonlyArray<A>> => {
       const [text, values] = statement.compile()
       const name = nameOf(text)
-      const key = searches === undefined || name === undefined ? undefined : `${name}\u0000${JSON.stringify(values)}`
+      const key = searches === undefined || name === undefined ? undefined : cacheKey(name, values)
       const held = key === undefined ? undefined : searches?.get(key, text)
       if (held !== undefined) return held as ReadonlyArray<A>
       taken ??= await connect(response)
