@@ -59,8 +59,7 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
     const countResources = Effect.map(sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM resources`, (rows) => Number(rows[0]?.n ?? 0))
     // Where autovacuum is off, nothing else marks the pages of new rows all-visible: an index-only scan then
     // reads each row's table page too, and planning probes past rows it cannot yet tell are visible. The refresh
-    // then vacuums the tables searches read that way (the resources and the search index) before it analyses
-    // every table.
+    // then vacuums the tables searches read that way (the resources and the search index) before it analyses.
     const vacuum = db.dialect === "pg" && (yield* autovacuumOff(sql))
     // Both at autovacuum's pace (a pause of 2 ms after each unit of work, autovacuum's own setting since
     // Postgres 12): longer, but they take less from the requests served meanwhile.
@@ -89,12 +88,14 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
       return vacuum ? Effect.zipRight(vacuumSearchTables, analyzed) : analyzed
     }
     // Whether the resources table has been analysed before (on Postgres, statistics of some column; on SQLite,
-    // a row of sqlite_stat1). A failed look counts as none.
+    // a row of sqlite_stat1, a table that exists once ANALYZE has run: looked for first, since a statement on a
+    // missing table fails as it is prepared). A failed look counts as none.
     const hasStatistics = (db.dialect === "pg"
       ? sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'resources'`
       : sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM sqlite_master WHERE name = 'sqlite_stat1'`.pipe(
         Effect.flatMap((rows) => Number(rows[0]?.n) > 0 ? sql<{ readonly n: number | string }>`SELECT count(*) AS n FROM sqlite_stat1 WHERE tbl = 'resources'` : Effect.succeed(rows))
-      )).pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0) > 0), Effect.orElseSucceed(() => false))
+      )
+    ).pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0) > 0), Effect.orElseSucceed(() => false))
     const sinceRefresh = yield* Ref.make(0)
     const atRefresh = yield* Ref.make(0)
     // One refresh at a time (two ANALYZEs of one table may collide on Postgres).
