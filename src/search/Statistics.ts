@@ -6,12 +6,16 @@
  * them once at start and again in the background whenever the resources written since the last refresh
  * exceed a share of what was there (Postgres's autovacuum rule, in resources rather than rows), and after a
  * search index backfill that indexed as many resources (it rewrites index rows without writing a resource).
+ * A refresh in the background waits after the one before for some multiple of that one's time, so that
+ * refreshing takes a bounded share of the database's time however fast the database grows: during a bulk load
+ * from a small database the share rule alone asked for one every few seconds, each reading its sample of
+ * every searched table, and the analyses took two fifths of the database's work (docs/performance.md).
  * The refresh at start finishes before the server serves where the database has no statistics yet: one loaded
  * or restored without them gets them before its first search is planned; a database that has them (a restart)
  * is served at once and refreshed in the background.
  */
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, Layer, Option, Queue, Ref, Stream, SubscriptionRef } from "effect"
+import { Clock, Context, Effect, Layer, Option, Queue, Ref, Stream, SubscriptionRef } from "effect"
 import { Database } from "../db/Database.ts"
 import { ChangeFeed } from "../db/ChangeFeed.ts"
 import { Writer } from "../db/Writer.ts"
@@ -23,9 +27,14 @@ export interface StatisticsOptions {
   readonly base: number
   /** The share of the resources at the last refresh that asks for one. */
   readonly fraction: number
+  /**
+   * A refresh in the background starts no sooner than this many times the last refresh's duration after its
+   * end: refreshes take at most 1 / (1 + pause) of the time. A refresh asked for meanwhile comes then.
+   */
+  readonly pause: number
 }
 
-export const defaultStatisticsOptions: StatisticsOptions = { base: 1000, fraction: 0.1 }
+export const defaultStatisticsOptions: StatisticsOptions = { base: 1000, fraction: 0.1, pause: 9 }
 
 export class Statistics extends Context.Tag("svc/search/Statistics")<Statistics, {
   /** Refreshes the statistics now, with the writer held (SQLite writes them into the file). */
@@ -50,8 +59,9 @@ const autovacuumOff = (sql: Database["Type"]["writer"]) =>
 /** SQLite reads at most this many index entries per index: approximate, and quick on a large file. */
 const sqliteAnalysisLimit = 1000
 
-export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
+export const make = (options: Partial<StatisticsOptions> = {}) =>
   Effect.gen(function*() {
+    const { base, fraction, pause } = { ...defaultStatisticsOptions, ...options }
     const db = yield* Database
     const writer = yield* Writer
     const sql = db.writer
@@ -100,17 +110,26 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
     const atRefresh = yield* Ref.make(0)
     // One refresh at a time (two ANALYZEs of one table may collide on Postgres).
     const oneAtATime = yield* Effect.makeSemaphore(1)
+    // When the next refresh in the background may start (epoch milliseconds): the last one's end plus `pause`
+    // times its duration.
+    const notBefore = yield* Ref.make(0)
     const refreshOf = (everything: boolean) => Effect.gen(function*() {
       yield* Ref.set(sinceRefresh, 0)
+      const start = yield* Clock.currentTimeMillis
       yield* analyze(everything)
       yield* Ref.set(atRefresh, yield* countResources)
+      const end = yield* Clock.currentTimeMillis
+      yield* Ref.set(notBefore, end + (end - start) * pause)
       yield* SubscriptionRef.update(refreshes, (n) => n + 1)
     }).pipe(oneAtATime.withPermits(1), Effect.withSpan("Statistics.refresh"))
     const refresh = refreshOf(true)
 
-    // One refresh at a time: a request made while one runs is served by the next.
+    // One refresh at a time: a request made while one runs, or while the pause after one lasts, is served by the next.
     const wanted = yield* Queue.sliding<void>(1)
+    const waitForTurn = Effect.flatMap(Effect.zip(Ref.get(notBefore), Clock.currentTimeMillis), ([at, now]) =>
+      at > now ? Effect.sleep(at - now) : Effect.void)
     yield* Queue.take(wanted).pipe(
+      Effect.zipRight(waitForTurn),
       Effect.zipRight(refreshOf(false).pipe(Effect.catchAllCause((cause) => Effect.logWarning("refreshing the planner statistics failed", cause)))),
       Effect.forever,
       Effect.forkScoped
@@ -124,7 +143,7 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
           if (changed === 0) return
           const since = yield* Ref.updateAndGet(sinceRefresh, (n) => n + changed)
           const size = yield* Ref.get(atRefresh)
-          if (since >= options.base + options.fraction * size) {
+          if (since >= base + fraction * size) {
             yield* Ref.set(sinceRefresh, 0)
             yield* Queue.offer(wanted, undefined)
           }
@@ -137,7 +156,7 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
       yield* backfill.value.changes.pipe(
         // The resources a job indexed, when it ends.
         Stream.mapAccum(false, (wasRunning, progress) => [progress.running, wasRunning && !progress.running ? progress.done : 0] as const),
-        Stream.filter((indexed) => indexed >= options.base),
+        Stream.filter((indexed) => indexed >= base),
         Stream.runForEach(() => Queue.offer(wanted, undefined)),
         Effect.forkScoped
       )
@@ -151,4 +170,4 @@ export const make = (options: StatisticsOptions = defaultStatisticsOptions) =>
   })
 
 /** Needs the Database and the Writer, and follows the Backfill when there is one; refreshes once at start. */
-export const layer = (options: StatisticsOptions = defaultStatisticsOptions) => Layer.scoped(Statistics, make(options))
+export const layer = (options: Partial<StatisticsOptions> = {}) => Layer.scoped(Statistics, make(options))
