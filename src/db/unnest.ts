@@ -3,7 +3,8 @@
  * unnested into rows by the statement (`INSERT ... SELECT * FROM unnest($1::bigint[], $2::text[], ...)`). Its
  * text is the same for every batch of a table and it binds one value per column, where a multi-row VALUES list
  * of thousands of rows cost Postgres more to parse and bind than to insert, and Node more to build (a parameter
- * per value) than the values themselves (docs/performance.md). The Writer's batched rows (WriteBatch.ts), the
+ * per value) than the values themselves (docs/performance.md). The arrays go in Postgres's binary form where the
+ * column's type allows, as array text otherwise. The Writer's batched rows (WriteBatch.ts), the
  * request log and the audit trail (multiRowInsert.ts) go this way on Postgres.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
@@ -76,6 +77,116 @@ const arrayLiteral = (count: number, valueAt: (row: number) => unknown): string 
 }
 
 /**
+ * The element types (their oids) of the arrays sent in Postgres's binary form (`array_recv`), by the column's
+ * type as `format_type` names it; a column of another type goes as array text.
+ */
+const elementOids: Readonly<Record<string, number>> = { bigint: 20, integer: 23, text: 25, "double precision": 701, boolean: 16 }
+
+const twoTo32 = 2 ** 32
+
+/** A buffer written from the start, grown as it fills. */
+class Bytes {
+  buffer: Buffer
+  at = 0
+  constructor(size: number) {
+    this.buffer = Buffer.allocUnsafe(size)
+  }
+  room(bytes: number): Buffer {
+    if (this.at + bytes > this.buffer.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.at + bytes))
+      this.buffer.copy(bigger, 0, 0, this.at)
+      this.buffer = bigger
+    }
+    return this.buffer
+  }
+}
+
+/**
+ * The values `valueAt(0)` to `valueAt(count - 1)` as a one-dimensional Postgres array in binary form (what
+ * `array_recv` reads: dimensions, a flag for nulls, the element type, then each element's length and bytes), or
+ * undefined where a value does not fit the element type (it then goes as array text, and Postgres says what
+ * is wrong with it). The driver sends a buffer as it is, in binary: nothing is escaped or quoted, text is
+ * written once as UTF-8 (where array text was built, escaped, measured and then encoded), and Postgres reads
+ * numbers without parsing them.
+ */
+const binaryArray = (count: number, oid: number, valueAt: (row: number) => unknown): Buffer | undefined => {
+  const bytes = new Bytes(20 + count * (oid === 25 ? 24 : 12))
+  let buffer = bytes.room(20)
+  buffer.writeInt32BE(1, 0)
+  buffer.writeInt32BE(0, 4)
+  buffer.writeInt32BE(oid, 8)
+  buffer.writeInt32BE(count, 12)
+  buffer.writeInt32BE(1, 16)
+  bytes.at = 20
+  let nulls = false
+  for (let i = 0; i < count; i++) {
+    let value = valueAt(i)
+    if (value === null || value === undefined) {
+      bytes.room(4).writeInt32BE(-1, bytes.at)
+      bytes.at += 4
+      nulls = true
+      continue
+    }
+    switch (oid) {
+      case 25: {
+        const text = typeof value === "string" ? value : typeof value === "number" || typeof value === "boolean" ? String(value) : undefined
+        if (text === undefined) return undefined
+        buffer = bytes.room(4 + text.length * 3)
+        const written = buffer.write(text, bytes.at + 4, "utf8")
+        buffer.writeInt32BE(written, bytes.at)
+        bytes.at += 4 + written
+        break
+      }
+      case 20: {
+        if (typeof value === "string" && /^-?[0-9]{1,15}$/.test(value)) value = Number(value)
+        if (typeof value !== "number" || !Number.isSafeInteger(value)) return undefined
+        buffer = bytes.room(12)
+        const high = Math.floor(value / twoTo32)
+        buffer.writeInt32BE(8, bytes.at)
+        buffer.writeInt32BE(high, bytes.at + 4)
+        buffer.writeUInt32BE(value - high * twoTo32, bytes.at + 8)
+        bytes.at += 12
+        break
+      }
+      case 23: {
+        if (typeof value !== "number" || !Number.isInteger(value) || value < -(2 ** 31) || value >= 2 ** 31) return undefined
+        buffer = bytes.room(8)
+        buffer.writeInt32BE(4, bytes.at)
+        buffer.writeInt32BE(value, bytes.at + 4)
+        bytes.at += 8
+        break
+      }
+      case 701: {
+        if (typeof value !== "number") return undefined
+        buffer = bytes.room(12)
+        buffer.writeInt32BE(8, bytes.at)
+        buffer.writeDoubleBE(value, bytes.at + 4)
+        bytes.at += 12
+        break
+      }
+      case 16: {
+        if (typeof value !== "boolean") return undefined
+        buffer = bytes.room(5)
+        buffer.writeInt32BE(1, bytes.at)
+        buffer[bytes.at + 4] = value ? 1 : 0
+        bytes.at += 5
+        break
+      }
+      default:
+        return undefined
+    }
+  }
+  if (nulls) bytes.buffer.writeInt32BE(1, 4)
+  return bytes.buffer.subarray(0, bytes.at)
+}
+
+/** A column's values as a statement parameter: binary where the element type allows (`binaryArray`), else array text. */
+const arrayParameter = (count: number, type: string, valueAt: (row: number) => unknown): Buffer | string | ReadonlyArray<unknown> => {
+  const oid = elementOids[type]
+  return (oid === undefined ? undefined : binaryArray(count, oid, valueAt)) ?? arrayLiteral(count, valueAt)
+}
+
+/**
  * A statement that ends the inserts' statement (`insertUnnestedParts`), after them: its text given the number of
  * its first parameter, and its values. What must follow the rows in the same transaction goes with them in one
  * round trip (the audit chain's head after its rows).
@@ -108,8 +219,9 @@ export const insertUnnestedParts = (sql: SqlClient.SqlClient, parts: ReadonlyArr
     const values: Array<unknown> = []
     const inserts = parts.map((part, p) => {
       const casts = part.columns.map((column, c) => {
-        values.push(arrayLiteral(part.count, (row) => part.valueAt(row, c)))
-        return `$${values.length}::${types[p]!.get(column) ?? "text"}[]`
+        const type = types[p]!.get(column) ?? "text"
+        values.push(arrayParameter(part.count, type, (row) => part.valueAt(row, c)))
+        return `$${values.length}::${type}[]`
       })
       return `INSERT INTO ${part.table} (${part.columns.map((column) => `"${column}"`).join(", ")}) SELECT * FROM unnest(${casts.join(", ")})`
     })

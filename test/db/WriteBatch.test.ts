@@ -57,6 +57,23 @@ for (const backend of backends) {
           rows.map((row) => [row.rkey, row.normalized, row.normalized_full, row.exact]))
       })))
 
+    it.scoped("store every number as it was given: negative, past 32 bits, fractions, large exponents, integers given as text", () =>
+      withStore(backend.kind, Effect.gen(function*() {
+        const { writer: sql } = yield* Database
+        const edges = [0, -1, 1, 2 ** 31, -(2 ** 31) - 1, 2 ** 40 + 3, -(2 ** 40) - 3, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 1732780800000]
+        const dates = edges.map((low, n) => ({ rkey: n % 2 === 0 ? n : String(n), type: "Observation", param: "date", low, high: -low || 0 }))
+        yield* sql.withTransaction(insertMany(sql, "search_date", dates))
+        const storedDates = yield* sql<{ readonly rkey: number | string; readonly low: number | string; readonly high: number | string }>`
+          SELECT rkey, low, high FROM search_date ORDER BY rkey`
+        expect(storedDates.map((row) => [Number(row.rkey), Number(row.low), Number(row.high)])).toEqual(dates.map((row, n) => [n, row.low, row.high]))
+        const decimals = [0, -0.25, 1.5, 3.141592653589793, 1e300, -1e-300, 2 ** 53 + 2, 105.01]
+        const numbers = decimals.map((value, n) => ({ rkey: n, type: "Observation", param: "value", value, low: value - 0.5, high: value + 0.5 }))
+        yield* sql.withTransaction(insertMany(sql, "search_number", numbers))
+        const storedNumbers = yield* sql<{ readonly value: number | string; readonly low: number | string; readonly high: number | string }>`
+          SELECT value, low, high FROM search_number ORDER BY rkey`
+        expect(storedNumbers.map((row) => [Number(row.value), Number(row.low), Number(row.high)])).toEqual(numbers.map((row) => [row.value, row.low, row.high]))
+      })))
+
     // On Postgres every statement waits for the server anyway; on SQLite statements run synchronously.
     it.scoped.skipIf(backend.kind === "postgres")("let a macrotask queued before a large insert run before the insert ends (other requests get in between statements)", () =>
       withStore(backend.kind, Effect.gen(function*() {
