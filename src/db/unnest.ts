@@ -84,20 +84,59 @@ const elementOids: Readonly<Record<string, number>> = { bigint: 20, integer: 23,
 
 const twoTo32 = 2 ** 32
 
-/** A buffer written from the start, grown as it fills. */
+/** What `Buffer.prototype.write` calls for UTF-8 once it has read its arguments: the bytes written. */
+type Utf8Writer = Buffer & { utf8Write(text: string, offset: number, length: number): number }
+
+/**
+ * The bytes of one statement's arrays, one after another in one buffer, grown as it fills: the arrays already
+ * written stay views of the buffer they were written in, so that growing copies only the array being written.
+ * Its first size is what the last statement took (most of a Writer's statements are alike), within bounds.
+ */
 class Bytes {
-  buffer: Buffer
+  private static hint = 64 * 1024
+  buffer: Utf8Writer
+  /** Where the array being written starts, and where the next byte goes. */
+  start = 0
   at = 0
-  constructor(size: number) {
-    this.buffer = Buffer.allocUnsafe(size)
+  /** The bytes of the arrays taken so far. */
+  private taken = 0
+  constructor() {
+    this.buffer = Buffer.allocUnsafe(Bytes.hint) as Utf8Writer
   }
-  room(bytes: number): Buffer {
+  room(bytes: number): Utf8Writer {
     if (this.at + bytes > this.buffer.length) {
-      const bigger = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.at + bytes))
-      this.buffer.copy(bigger, 0, 0, this.at)
+      const used = this.at - this.start
+      const bigger = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, used + bytes)) as Utf8Writer
+      this.buffer.copy(bigger, 0, this.start, this.at)
       this.buffer = bigger
+      this.start = 0
+      this.at = used
     }
     return this.buffer
+  }
+  int32(value: number): void {
+    const buffer = this.room(4)
+    const at = this.at
+    buffer[at] = value >>> 24
+    buffer[at + 1] = value >>> 16
+    buffer[at + 2] = value >>> 8
+    buffer[at + 3] = value
+    this.at = at + 4
+  }
+  /** The array written since `start`, and the next one to start after it. */
+  take(): Buffer {
+    const array = this.buffer.subarray(this.start, this.at)
+    this.taken += array.length
+    this.start = this.at
+    return array
+  }
+  /** Drops the array being written. */
+  drop(): void {
+    this.at = this.start
+  }
+  /** Remembers how much this statement took, for the next one's first size. */
+  done(): void {
+    Bytes.hint = Math.min(8 * 1024 * 1024, Math.max(64 * 1024, this.taken))
   }
 }
 
@@ -109,81 +148,78 @@ class Bytes {
  * written once as UTF-8 (where array text was built, escaped, measured and then encoded), and Postgres reads
  * numbers without parsing them.
  */
-const binaryArray = (count: number, oid: number, valueAt: (row: number) => unknown): Buffer | undefined => {
-  const bytes = new Bytes(20 + count * (oid === 25 ? 24 : 12))
-  let buffer = bytes.room(20)
-  buffer.writeInt32BE(1, 0)
-  buffer.writeInt32BE(0, 4)
-  buffer.writeInt32BE(oid, 8)
-  buffer.writeInt32BE(count, 12)
-  buffer.writeInt32BE(1, 16)
-  bytes.at = 20
+const binaryArray = (bytes: Bytes, count: number, oid: number, valueAt: (row: number) => unknown): Buffer | undefined => {
+  bytes.int32(1)
+  bytes.int32(0)
+  bytes.int32(oid)
+  bytes.int32(count)
+  bytes.int32(1)
   let nulls = false
   for (let i = 0; i < count; i++) {
     let value = valueAt(i)
     if (value === null || value === undefined) {
-      bytes.room(4).writeInt32BE(-1, bytes.at)
-      bytes.at += 4
+      bytes.int32(-1)
       nulls = true
       continue
     }
     switch (oid) {
       case 25: {
         const text = typeof value === "string" ? value : typeof value === "number" || typeof value === "boolean" ? String(value) : undefined
-        if (text === undefined) return undefined
-        buffer = bytes.room(4 + text.length * 3)
-        const written = buffer.write(text, bytes.at + 4, "utf8")
-        buffer.writeInt32BE(written, bytes.at)
-        bytes.at += 4 + written
+        if (text === undefined) return drop(bytes)
+        const most = text.length * 3
+        const buffer = bytes.room(4 + most)
+        const at = bytes.at
+        const written = most === 0 ? 0 : buffer.utf8Write(text, at + 4, most)
+        bytes.int32(written)
+        bytes.at = at + 4 + written
         break
       }
       case 20: {
         if (typeof value === "string" && /^-?[0-9]{1,15}$/.test(value)) value = Number(value)
-        if (typeof value !== "number" || !Number.isSafeInteger(value)) return undefined
-        buffer = bytes.room(12)
+        if (typeof value !== "number" || !Number.isSafeInteger(value)) return drop(bytes)
         const high = Math.floor(value / twoTo32)
-        buffer.writeInt32BE(8, bytes.at)
-        buffer.writeInt32BE(high, bytes.at + 4)
-        buffer.writeUInt32BE(value - high * twoTo32, bytes.at + 8)
-        bytes.at += 12
+        bytes.int32(8)
+        bytes.int32(high)
+        bytes.int32(value - high * twoTo32)
         break
       }
       case 23: {
-        if (typeof value !== "number" || !Number.isInteger(value) || value < -(2 ** 31) || value >= 2 ** 31) return undefined
-        buffer = bytes.room(8)
-        buffer.writeInt32BE(4, bytes.at)
-        buffer.writeInt32BE(value, bytes.at + 4)
-        bytes.at += 8
+        if (typeof value !== "number" || !Number.isInteger(value) || value < -(2 ** 31) || value >= 2 ** 31) return drop(bytes)
+        bytes.int32(4)
+        bytes.int32(value)
         break
       }
       case 701: {
-        if (typeof value !== "number") return undefined
-        buffer = bytes.room(12)
-        buffer.writeInt32BE(8, bytes.at)
-        buffer.writeDoubleBE(value, bytes.at + 4)
-        bytes.at += 12
+        if (typeof value !== "number") return drop(bytes)
+        bytes.int32(8)
+        bytes.room(8).writeDoubleBE(value, bytes.at)
+        bytes.at += 8
         break
       }
       case 16: {
-        if (typeof value !== "boolean") return undefined
-        buffer = bytes.room(5)
-        buffer.writeInt32BE(1, bytes.at)
-        buffer[bytes.at + 4] = value ? 1 : 0
-        bytes.at += 5
+        if (typeof value !== "boolean") return drop(bytes)
+        bytes.int32(1)
+        bytes.room(1)[bytes.at++] = value ? 1 : 0
         break
       }
       default:
-        return undefined
+        return drop(bytes)
     }
   }
-  if (nulls) bytes.buffer.writeInt32BE(1, 4)
-  return bytes.buffer.subarray(0, bytes.at)
+  // The flags' place moves with the array when the buffer grew: it is 4 bytes after the array's start.
+  if (nulls) bytes.buffer.writeInt32BE(1, bytes.start + 4)
+  return bytes.take()
+}
+
+const drop = (bytes: Bytes): undefined => {
+  bytes.drop()
+  return undefined
 }
 
 /** A column's values as a statement parameter: binary where the element type allows (`binaryArray`), else array text. */
-const arrayParameter = (count: number, type: string, valueAt: (row: number) => unknown): Buffer | string | ReadonlyArray<unknown> => {
+const arrayParameter = (bytes: Bytes, count: number, type: string, valueAt: (row: number) => unknown): Buffer | string | ReadonlyArray<unknown> => {
   const oid = elementOids[type]
-  return (oid === undefined ? undefined : binaryArray(count, oid, valueAt)) ?? arrayLiteral(count, valueAt)
+  return (oid === undefined ? undefined : binaryArray(bytes, count, oid, valueAt)) ?? arrayLiteral(count, valueAt)
 }
 
 /**
@@ -217,10 +253,11 @@ export const insertUnnestedParts = (sql: SqlClient.SqlClient, parts: ReadonlyArr
   if (parts.length === 0 && then === undefined) return Effect.void
   return Effect.flatMap(Effect.forEach(parts, (part) => columnTypesOf(sql, part.table)), (types) => {
     const values: Array<unknown> = []
+    const bytes = new Bytes()
     const inserts = parts.map((part, p) => {
       const casts = part.columns.map((column, c) => {
         const type = types[p]!.get(column) ?? "text"
-        values.push(arrayParameter(part.count, type, (row) => part.valueAt(row, c)))
+        values.push(arrayParameter(bytes, part.count, type, (row) => part.valueAt(row, c)))
         return `$${values.length}::${type}[]`
       })
       return `INSERT INTO ${part.table} (${part.columns.map((column) => `"${column}"`).join(", ")}) SELECT * FROM unnest(${casts.join(", ")})`
@@ -233,6 +270,7 @@ export const insertUnnestedParts = (sql: SqlClient.SqlClient, parts: ReadonlyArr
       last = then.text((k) => `$${first + k}`)
       values.push(...then.values)
     }
+    bytes.done()
     const text = inserts.length === 0 ? last : `WITH ${inserts.map((insert, n) => `i${n} AS (${insert})`).join(", ")} ${last}`
     return Effect.asVoid(sql.unsafe(text, values))
   })

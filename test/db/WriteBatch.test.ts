@@ -45,10 +45,10 @@ for (const backend of backends) {
         expect(rows.every((row, n) => Number(row.rkey) === n && row.param === `p${n}` && Number(row.low) === n)).toBe(true)
       })))
 
-    it.scoped("store every text as it was given: quotes, backslashes, commas, braces, the word NULL, empty text, nulls", () =>
+    it.scoped("store every text as it was given: quotes, backslashes, commas, braces, the word NULL, empty text, nulls, long text", () =>
       withStore(backend.kind, Effect.gen(function*() {
         const { writer: sql } = yield* Database
-        const texts = ['say "hi"', "back\\slash\\", "a,b", "{x}", "NULL", "", " padded ", "naïve ☃ 𝄞", '\\"', "line\nbreak", '{"json": [1, "two"]}', 'tab\t"quoted"\nand \\ back']
+        const texts = ['say "hi"', "back\\slash\\", "a,b", "{x}", "NULL", "", " padded ", "naïve ☃ 𝄞", '\\"', "line\nbreak", '{"json": [1, "two"]}', 'tab\t"quoted"\nand \\ back', "ü€".repeat(40_000)]
         const rows = texts.map((text, n) => ({ rkey: n, type: "Patient", param: "name", normalized: text, normalized_full: n % 2 === 0 ? null : text, exact: text }))
         yield* sql.withTransaction(insertMany(sql, "search_string", rows))
         const stored = yield* sql<{ readonly rkey: number | string; readonly normalized: string; readonly normalized_full: string | null; readonly exact: string }>`
