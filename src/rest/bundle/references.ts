@@ -32,7 +32,12 @@ const rewriteNarrative = (div: string, replacements: ReadonlyMap<string, string>
   return out
 }
 
-/** A copy of `value` with the placeholders replaced; unresolved `urn:` references are collected. */
+/**
+ * `value` with the placeholders replaced, unresolved `urn:` references collected: an object or array that holds
+ * a replacement is a copy; one that holds none is `value` itself, shared (a resource's codings, quantities and
+ * narrative are mostly untouched, and copying them all cost a Synthea ingest more in garbage collection than the
+ * rewrite itself). Nothing on the write path changes a resource in place.
+ */
 export const rewrite = (value: unknown, state: Rewrite, key = ""): unknown => {
   if (typeof value === "string") {
     if (key === "reference" && state.conditional !== true && conditionalReference.test(value)) state.conditional = true
@@ -42,13 +47,33 @@ export const rewrite = (value: unknown, state: Rewrite, key = ""): unknown => {
     if (key === "div") return rewriteNarrative(value, state.replacements)
     return value
   }
-  if (Array.isArray(value)) return carryLexical(value, value.map((item) => rewrite(item, state, key)))
+  if (Array.isArray(value)) {
+    let out: Array<unknown> | undefined
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i]
+      const rewritten = rewrite(item, state, key)
+      if (rewritten !== item && out === undefined) out = value.slice(0, i)
+      if (out !== undefined) out.push(rewritten)
+    }
+    return out === undefined ? value : carryLexical(value, out)
+  }
   if (typeof value === "object" && value !== null) {
     const object = value as Record<string, unknown>
-    const out: Record<string, unknown> = {}
+    let out: Record<string, unknown> | undefined
     // for-in visits what Object.entries would (a parsed JSON object has no inherited enumerable keys), without its arrays.
-    for (const name in object) out[name] = rewrite(object[name], state, name)
-    return carryLexical(object, out)
+    for (const name in object) {
+      const member = object[name]
+      const rewritten = rewrite(member, state, name)
+      if (rewritten !== member && out === undefined) {
+        out = {}
+        for (const before in object) {
+          if (before === name) break
+          out[before] = object[before]
+        }
+      }
+      if (out !== undefined) out[name] = rewritten
+    }
+    return out === undefined ? value : carryLexical(object, out)
   }
   return value
 }
