@@ -40,6 +40,13 @@ const columnTypesOf = (sql: SqlClient.SqlClient, table: string): Effect.Effect<R
   )
 }
 
+/**
+ * A text with U+0000 replaced by U+FFFD: Postgres's text cannot hold U+0000 (a statement with it fails whole).
+ * Resources never hold it (src/rest/bodyCheck.ts refuses it); the request log's paths and the audit trail's
+ * texts, which record what a client sent, may.
+ */
+const withoutNul = (text: string): string => text.replaceAll("\u0000", "\uFFFD")
+
 const quoted = /[\\"]/
 const toQuote = /[\\"]/g
 /** A backslash that JSON wrote before anything but a quote or a backslash: an escape an array element reads otherwise. */
@@ -69,7 +76,10 @@ const arrayLiteral = (count: number, valueAt: (row: number) => unknown): string 
     const value = valueAt(i)
     if (i > 0) text += ","
     if (value === null || value === undefined) text += "NULL"
-    else if (typeof value === "string") text += quoted.test(value) ? escaped(value) : `"${value}"`
+    else if (typeof value === "string") {
+      const kept = value.includes("\u0000") ? withoutNul(value) : value
+      text += quoted.test(kept) ? escaped(kept) : `"${kept}"`
+    }
     else if (typeof value === "number" || typeof value === "boolean") text += String(value)
     else return Array.from({ length: count }, (_, row) => valueAt(row) ?? null)
   }
@@ -164,8 +174,9 @@ const binaryArray = (bytes: Bytes, count: number, oid: number, valueAt: (row: nu
     }
     switch (oid) {
       case 25: {
-        const text = typeof value === "string" ? value : typeof value === "number" || typeof value === "boolean" ? String(value) : undefined
+        let text = typeof value === "string" ? value : typeof value === "number" || typeof value === "boolean" ? String(value) : undefined
         if (text === undefined) return drop(bytes)
+        if (text.includes("\u0000")) text = withoutNul(text)
         const most = text.length * 3
         const buffer = bytes.room(4 + most)
         const at = bytes.at

@@ -92,6 +92,22 @@ describe.each(backends.filter((backend) => backend.kind !== "memory"))("/_audit 
       expect(verified.json.rows_checked).toBeGreaterThan(10)
     }), 120_000)
 
+  it.scopedLive.skipIf(skip)("records a refused read whose path decodes to U+0000, and the chain still verifies", () =>
+    Effect.gen(function*() {
+      const server = yield* startServer(kind)
+      expect((yield* call("GET", `${server.base}/%00/abc`)).status).toBe(400)
+      expect((yield* call("GET", `${server.base}/Patient/a%00b`)).status).toBe(400)
+      const all = yield* call("GET", `${server.url}/_audit?action=R`)
+      expect(all.status).toBe(200)
+      const refused = entries(all.json).filter((entry) => entry.resource.outcome === "4").map((entry) => entry.resource.entity?.find((e) => e.what?.reference !== undefined)?.what?.reference)
+      expect(refused).toEqual(["Patient/a\u0000b", "\u0000/abc"])
+      // Not an entity the filter takes (Type/id): refused by name, as any other.
+      const filtered = yield* call("GET", `${server.url}/_audit?entity=Patient/a%00b`)
+      expect([filtered.status, filtered.json?.resourceType]).toEqual([400, "OperationOutcome"])
+      const verified = yield* call("GET", `${server.url}/_audit/verify`)
+      expect(verified.json).toMatchObject({ ok: true, first_problem: null })
+    }), 120_000)
+
   it.scopedLive.skipIf(skip)("with audit.reads = false records changes, refusals and admin access only", () =>
     Effect.gen(function*() {
       const server = yield* startServer(kind, { audit: { reads: false } })

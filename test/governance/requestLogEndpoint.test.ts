@@ -79,6 +79,19 @@ for (const backend of backends.filter((b) => b.kind !== "memory")) {
           expect(body.rows.map((row) => row["request_id"]).indexOf("log-read")).toBeLessThan(body.rows.map((row) => row["request_id"]).indexOf("log-create"))
         }))
 
+      it.effect("stores the row of a request whose resource type decodes to U+0000 (which Postgres text cannot hold), and those after it", () =>
+        Effect.gen(function*() {
+          const server = yield* Served
+          const odd = yield* call("GET", `${server.base}/%00`, { headers: { "x-request-id": "log-nul" } })
+          expect(odd.status).toBe(400)
+          const after = yield* call("GET", `${server.base}/metadata`, { headers: { "x-request-id": "log-after-nul" } })
+          expect(after.status).toBe(200)
+          const body = yield* requests(server, "", "log-after-nul")
+          const byId = new Map(body.rows.map((row) => [row["request_id"], row]))
+          expect(byId.get("log-nul")).toMatchObject({ path: "/fhir/%00", status: 400, resource_type: backend.kind === "postgres" ? "\uFFFD" : "\u0000" })
+          expect(byId.get("log-after-nul")).toMatchObject({ path: "/fhir/metadata", status: 200 })
+        }))
+
       it.effect("pages newest first by its next links, without repeating or skipping a row", () =>
         Effect.gen(function*() {
           const server = yield* Served

@@ -173,10 +173,17 @@ const intact = (key: ChainKey, row: StoredRow): boolean => {
     return false
   }
   const columns = columnsOf(event)
-  return Number(row.time) === columns.time && row.kind === columns.kind && row.action === columns.action &&
-    row.outcome === columns.outcome && row.agent === columns.agent && (row.client ?? null) === columns.client &&
-    (row.entity ?? null) === columns.entity
+  return Number(row.time) === columns.time && sameText(row.kind, columns.kind) && sameText(row.action, columns.action) &&
+    sameText(row.outcome, columns.outcome) && sameText(row.agent, columns.agent) && sameText(row.client ?? null, columns.client) &&
+    sameText(row.entity ?? null, columns.entity)
 }
+
+/**
+ * Whether a column holds the text its event says, where Postgres keeps U+0000 (which its text cannot hold) as
+ * U+FFFD (src/db/unnest.ts): an entity read from a request's path may hold it.
+ */
+const sameText = (stored: string | null, expected: string | null): boolean =>
+  stored === expected || (stored !== null && expected !== null && stored === expected.replaceAll("\u0000", "\uFFFD"))
 
 /**
  * Recomputes the chain from the cut (or the start) in seq order, `verifyPageRows` at a time, up to the head
