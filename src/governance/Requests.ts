@@ -29,6 +29,9 @@ const bad = (name: string, reason: string): never => {
   throw new BadParameter(name, reason)
 }
 
+/** A control character (Postgres's text cannot even hold U+0000): in no stored path, address, caller or request id. */
+export const controlCharacter = /[\u0000-\u001f\u007f]/
+
 const instantPattern = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/
 
 /** An instant: a date (midnight UTC) or a date-time with its zone. */
@@ -67,6 +70,7 @@ export const parseFilter = (query: URLSearchParams): RequestLogFilter => {
   }
   const text = (name: string): string | undefined => {
     const value = query.get(name)
+    if (value !== null && controlCharacter.test(value)) bad(name, "holds a control character, which no stored value does")
     return value === null ? undefined : value === "" ? bad(name, "is empty") : value
   }
   const method = text("method")

@@ -80,7 +80,7 @@ describe.each(backends.filter((backend) => backend.kind !== "memory"))("/_audit 
       }
       expect(seen).toEqual(["read", "update", "create"])
 
-      for (const [query, name] of [["date=yesterday", "date"], ["date=2024-13-01", "date"], ["action=X", "action"], ["outcome=3", "outcome"], ["_count=0", "_count"], ["entity=Patient", "entity"], ["colour=red", "colour"]] as const) {
+      for (const [query, name] of [["date=yesterday", "date"], ["date=2024-13-01", "date"], ["action=X", "action"], ["outcome=3", "outcome"], ["_count=0", "_count"], ["entity=Patient", "entity"], ["agent=%00", "agent"], ["colour=red", "colour"]] as const) {
         const bad = yield* call("GET", `${server.url}/_audit?${query}`)
         expect([query, bad.status, bad.json?.resourceType]).toEqual([query, 400, "OperationOutcome"])
         expect(bad.json.issue[0].diagnostics).toContain(`parameter ${name}`)

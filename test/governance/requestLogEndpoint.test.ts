@@ -137,6 +137,10 @@ for (const backend of backends.filter((b) => b.kind !== "memory")) {
             ["_cursor=zzz", "_cursor"],
             ["method=GET&method=POST", "method"],
             ["client=", "client"],
+            ["client=%00", "client"],
+            ["path=/fhir/%00", "path"],
+            ["caller=a%00", "caller"],
+            ["request_id=%01", "request_id"],
             ["colour=red", "colour"]
           ] as const) {
             const reply = yield* call("GET", `${server.url}/_requests?${query}`)

@@ -21,6 +21,7 @@ import type { RootHandler } from "../../http/RootRoutes.ts"
 import { unpackEvent } from "./events.ts"
 import { kindsOfType, securityKinds } from "./SecurityEvents.ts"
 import { governanceRefusal } from "../access.ts"
+import { controlCharacter } from "../Requests.ts"
 import { type ChainKey, verify } from "./chain.ts"
 
 const fhirJson = "application/fhir+json; charset=utf-8"
@@ -90,7 +91,7 @@ const readFilters = (sql: SqlClient, params: URLSearchParams): Filters => {
         break
       }
       case "agent":
-        if (value === "") throw new BadParameter(name, value, "a caller key (client:<id>, address:<address>) or a client address")
+        if (value === "" || controlCharacter.test(value)) throw new BadParameter(name, value, "a caller key (client:<id>, address:<address>) or a client address")
         conditions.push(sql`(agent = ${value} OR client = ${value})`)
         break
       case "entity":
