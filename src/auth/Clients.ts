@@ -175,6 +175,8 @@ export const make = (settings: ClientSettings) =>
 
     const load = (clientId: string): Effect.Effect<Stored | undefined, SqlError> => {
       if (clientId === builtInClientId) return Effect.succeed({ client: builtIn, secretHash: null })
+      // No client id this server issues holds a control character (and Postgres's text cannot hold U+0000).
+      if (/[\u0000-\u001f\u007f]/.test(clientId)) return Effect.succeed(undefined)
       return db.withReader((sql) =>
         sql<{ client_id: string; metadata: string; secret_hash: string | null; created_at: number | string }>`
           SELECT client_id, metadata, secret_hash, created_at FROM svc_auth_clients WHERE client_id = ${clientId}`

@@ -334,6 +334,9 @@ for (const backend of backends.filter((b) => b.kind !== "memory")) {
         expect(yield* refused({ authorization: basic(id, secret) }, { client_id: postClient.client_id })).toMatch(/not the one in Authorization: Basic/)
         expect(yield* refused({}, new URLSearchParams([["client_id", id], ["client_id", id]]))).toBe("client_id is given more than once")
         expect(yield* refused({ authorization: basic("nobody", secret) }, {})).toBe("client nobody is not known")
+        // A client id no client holds, which Postgres's text could not even hold: unknown, not a database error.
+        expect(yield* refused({}, { client_id: "a\u0000b" })).toBe("client a\u0000b is not known")
+        expect(yield* clients.find("\u0000")).toBeUndefined()
         expect(yield* refused({}, {})).toMatch(/no client authentication/)
         // The 401 carries WWW-Authenticate: Basic only when Basic was tried.
         const postFailure = yield* Effect.flip(clients.authenticate({ headers: {}, form: new URLSearchParams({ client_id: postClient.client_id, client_secret: "x" }) }))
