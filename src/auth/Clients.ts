@@ -19,6 +19,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Context, Effect, Layer, Redacted, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { Database } from "../db/Database.ts"
+import { controlCharacter } from "../db/text.ts"
 import { Writer } from "../db/Writer.ts"
 import type { LeaseLost } from "../db/WriterLease.ts"
 import type { RootHandler } from "../http/RootRoutes.ts"
@@ -176,7 +177,7 @@ export const make = (settings: ClientSettings) =>
     const load = (clientId: string): Effect.Effect<Stored | undefined, SqlError> => {
       if (clientId === builtInClientId) return Effect.succeed({ client: builtIn, secretHash: null })
       // No client id this server issues holds a control character (and Postgres's text cannot hold U+0000).
-      if (/[\u0000-\u001f\u007f]/.test(clientId)) return Effect.succeed(undefined)
+      if (controlCharacter.test(clientId)) return Effect.succeed(undefined)
       return db.withReader((sql) =>
         sql<{ client_id: string; metadata: string; secret_hash: string | null; created_at: number | string }>`
           SELECT client_id, metadata, secret_hash, created_at FROM svc_auth_clients WHERE client_id = ${clientId}`

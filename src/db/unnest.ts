@@ -10,6 +10,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
+import { withoutNul } from "./text.ts"
 
 /** Whether `sql` speaks to Postgres. */
 export const isPostgres = (sql: SqlClient.SqlClient): boolean => sql.onDialectOrElse({ pg: () => true, orElse: () => false })
@@ -39,13 +40,6 @@ const columnTypesOf = (sql: SqlClient.SqlClient, table: string): Effect.Effect<R
     }
   )
 }
-
-/**
- * A text with U+0000 replaced by U+FFFD: Postgres's text cannot hold U+0000 (a statement with it fails whole).
- * Resources never hold it (src/rest/bodyCheck.ts refuses it); the request log's paths and the audit trail's
- * texts, which record what a client sent, may.
- */
-const withoutNul = (text: string): string => text.replaceAll("\u0000", "\uFFFD")
 
 const quoted = /[\\"]/
 const toQuote = /[\\"]/g

@@ -7,6 +7,7 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
+import { controlCharacter } from "../db/text.ts"
 import { outcomeResponse } from "../http/OperationOutcome.ts"
 import type { RootHandler } from "../http/RootRoutes.ts"
 import { governanceRefusal } from "./access.ts"
@@ -28,9 +29,6 @@ class BadParameter {
 const bad = (name: string, reason: string): never => {
   throw new BadParameter(name, reason)
 }
-
-/** A control character (Postgres's text cannot even hold U+0000): in no stored path, address, caller or request id. */
-export const controlCharacter = /[\u0000-\u001f\u007f]/
 
 const instantPattern = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/
 

@@ -17,6 +17,7 @@ import { createHash, createHmac, createSecretKey } from "node:crypto"
 import type { Dialect } from "../../db/Database.ts"
 import { Pacer, paced, workPerYield } from "../../db/EventLoop.ts"
 import { flatInsert, type FlatValue } from "../../db/multiRowInsert.ts"
+import { withoutNul } from "../../db/text.ts"
 import { type AuditEvent, type Columns, columnsOf, pack, type Packed, unpackEvent } from "./events.ts"
 
 /** The key of the chain's HMAC; undefined: a plain SHA-256. */
@@ -183,7 +184,7 @@ const intact = (key: ChainKey, row: StoredRow): boolean => {
  * U+FFFD (src/db/unnest.ts): an entity read from a request's path may hold it.
  */
 const sameText = (stored: string | null, expected: string | null): boolean =>
-  stored === expected || (stored !== null && expected !== null && stored === expected.replaceAll("\u0000", "\uFFFD"))
+  stored === expected || (stored !== null && expected !== null && stored === withoutNul(expected))
 
 /**
  * Recomputes the chain from the cut (or the start) in seq order, `verifyPageRows` at a time, up to the head
